@@ -1,0 +1,118 @@
+/**
+ * The append-only audit log. Control-plane changes write their event in the same transaction as the
+ * change (`recordAudit(tx, …)`), so an event exists exactly when the change does. Secrets never enter:
+ * callers pass ids and prefixes, never token values.
+ */
+import type { Queryable } from '../store/db.js';
+import { actorId, type Actor } from '../identity/actor.js';
+
+export type AuditType = 'llm' | 'mcp' | 'egress' | 'control';
+
+export interface AuditInput {
+  type: AuditType;
+  /** `{entity}.{verb}`, e.g. `identity.tier_set`. */
+  action: string;
+  actor: Actor;
+  outcome?: 'ok' | 'refused' | 'error';
+  subject?: string | null;
+  /** Only egress events carry a destination host. */
+  host?: string | null;
+  data?: Record<string, unknown>;
+}
+
+export interface AuditEvent {
+  id: string;
+  at: string;
+  type: string;
+  action: string;
+  outcome: string;
+  actor: { kind: string; id: string | null };
+  subject: string | null;
+  host: string | null;
+  data: Record<string, unknown>;
+}
+
+export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
+  if (e.host && e.type !== 'egress') throw new Error('only egress audit events carry a host');
+  await q.query(
+    `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, JSON.stringify(e.data ?? {})],
+  );
+}
+
+export interface AuditQuery {
+  type?: string;
+  action?: string;
+  /** Matches the actor or the subject. */
+  identity?: string;
+  since?: Date;
+  until?: Date;
+  limit: number;
+  /** Opaque: the id of the last event of the previous page. Newest first. */
+  cursor?: string;
+}
+
+interface AuditRow {
+  id: string;
+  at: Date;
+  type: string;
+  action: string;
+  outcome: string;
+  actor_kind: string;
+  actor_id: string | null;
+  subject: string | null;
+  host: string | null;
+  data: Record<string, unknown> | string;
+}
+
+export function encodeCursor(id: string): string {
+  return Buffer.from(`a:${id}`).toString('base64url');
+}
+
+/** Returns the event id a cursor stands for, or null when it is not one of ours. */
+export function decodeCursor(cursor: string): string | null {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const m = /^a:(\d{1,18})$/.exec(text);
+  return m ? m[1]! : null;
+}
+
+export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (clause: (n: string) => string, value: unknown) => {
+    params.push(value);
+    where.push(clause(`$${params.length}`));
+  };
+  if (query.type) add((p) => `type = ${p}`, query.type);
+  if (query.action) add((p) => `action = ${p}`, query.action);
+  if (query.identity) add((p) => `(actor_id = ${p} OR subject = ${p})`, query.identity);
+  if (query.since) add((p) => `at >= ${p}`, query.since);
+  if (query.until) add((p) => `at < ${p}`, query.until);
+  if (query.cursor) add((p) => `id < ${p}::bigint`, query.cursor);
+  params.push(query.limit + 1);
+  const sql = `SELECT id::text AS id, at, type, action, outcome, actor_kind, actor_id, subject, host, data
+     FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+     ORDER BY id DESC LIMIT $${params.length}`;
+  const r = await q.query<AuditRow>(sql, params);
+  const page = r.rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  return {
+    items: page.map(toEvent),
+    nextCursor: r.rows.length > query.limit && last ? encodeCursor(last.id) : null,
+  };
+}
+
+function toEvent(r: AuditRow): AuditEvent {
+  return {
+    id: r.id,
+    at: r.at.toISOString(),
+    type: r.type,
+    action: r.action,
+    outcome: r.outcome,
+    actor: { kind: r.actor_kind, id: r.actor_id },
+    subject: r.subject,
+    host: r.host,
+    data: typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data,
+  };
+}

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { READERS } from '../http/access.js';
+import { invalid } from '../http/errors.js';
+import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import type { Db } from '../store/db.js';
+import { decodeCursor, listAuditEvents } from './audit.js';
+
+const AuditEvent = Type.Object({
+  id: Type.String(),
+  at: Type.String({ format: 'date-time' }),
+  type: Type.String({ description: 'llm, mcp, egress (gateway request types) or control' }),
+  action: Type.String({ description: '{entity}.{verb}, e.g. identity.tier_set' }),
+  outcome: Type.String({ description: 'ok, refused or error' }),
+  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }),
+  subject: Type.Union([Type.String(), Type.Null()]),
+  host: Type.Union([Type.String(), Type.Null()], { description: 'Destination host; egress events only' }),
+  data: Type.Record(Type.String(), Type.Unknown()),
+});
+
+function parseDate(raw: string | undefined, field: string): Date | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const d = /^\d+$/.test(raw) ? new Date(Number(raw) * 1000) : new Date(raw);
+  if (Number.isNaN(d.getTime())) throw invalid(`query.${field}: must be an ISO 8601 date-time or Unix seconds`);
+  return d;
+}
+
+export function registerAuditRoutes(app: FastifyInstance, db: Db): void {
+  app.get('/api/v1/audit-events', {
+    config: { access: READERS },
+    schema: {
+      tags: ['audit'],
+      summary: 'Audit events, newest first, with filters and cursor pagination',
+      querystring: Type.Object(
+        {
+          type: Type.Optional(Type.String({ maxLength: 40 })),
+          action: Type.Optional(Type.String({ maxLength: 80 })),
+          identity: Type.Optional(Type.String({ maxLength: 320, description: 'Events whose actor or subject is this identity' })),
+          since: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, inclusive' })),
+          until: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, exclusive' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+          cursor: Type.Optional(Type.String({ maxLength: 100, description: 'nextCursor of the previous page' })),
+        },
+        { additionalProperties: false },
+      ),
+      response: responses({ 200: Type.Object({ items: Type.Array(AuditEvent), nextCursor: Type.Union([Type.String(), Type.Null()]) }) }, ...AUTH_ERRORS),
+    },
+    handler: async (request) => {
+      const q = request.query as { type?: string; action?: string; identity?: string; since?: string; until?: string; limit?: number; cursor?: string };
+      let cursor: string | undefined;
+      if (q.cursor !== undefined) {
+        cursor = decodeCursor(q.cursor) ?? undefined;
+        if (!cursor) throw invalid('query.cursor: not a cursor this server issued');
+      }
+      const since = parseDate(q.since, 'since');
+      const until = parseDate(q.until, 'until');
+      return listAuditEvents(db, {
+        limit: q.limit ?? 50,
+        ...(q.type ? { type: q.type } : {}),
+        ...(q.action ? { action: q.action } : {}),
+        ...(q.identity ? { identity: q.identity } : {}),
+        ...(since ? { since } : {}),
+        ...(until ? { until } : {}),
+        ...(cursor ? { cursor } : {}),
+      });
+    },
+  });
+}

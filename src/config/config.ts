@@ -1,0 +1,252 @@
+/**
+ * Configuration: the YAML file named by REINS_CONFIG plus the environment, validated once at start.
+ * Every key has a default; an unknown key or a bad value stops start-up with a ConfigError naming it.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Value } from 'typebox/value';
+
+const Origin = Type.String({ pattern: '^https?://[^/?#\\s]+/?$', description: 'an origin such as https://api.openai.com' });
+const ProviderConfig = Type.Object(
+  {
+    baseUrl: Origin,
+    apiKey: Type.Optional(Type.String()),
+    region: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const FileConfig = Type.Object(
+  {
+    deployment: Type.Optional(Type.Union([Type.Literal('self-hosted'), Type.Literal('saas')])),
+    providers: Type.Optional(
+      Type.Object(
+        {
+          openai: Type.Optional(ProviderConfig),
+          anthropic: Type.Optional(ProviderConfig),
+          bedrock: Type.Optional(ProviderConfig),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    mcpServers: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }),
+            url: Type.String({ pattern: '^https?://' }),
+            headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    egress: Type.Optional(
+      Type.Object({ port: Type.Integer({ minimum: 0, maximum: 65535 }) }, { additionalProperties: false }),
+    ),
+    runtimeGuard: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          selfService: Type.Optional(Type.String({ pattern: '^[a-z0-9-]+/[a-z0-9-.]+$' })),
+          sensor: Type.Optional(
+            Type.Object(
+              {
+                metricsTargets: Type.Optional(Type.Array(Type.String({ pattern: '^https?://' }))),
+                scrapeIntervalSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    identity: Type.Optional(
+      Type.Object(
+        {
+          // How often every replica re-reads all tiers, the safety net under NOTIFY.
+          tierRefreshSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 30 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    sessions: Type.Optional(
+      Type.Object(
+        { ttlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })) },
+        { additionalProperties: false },
+      ),
+    ),
+    http: Type.Optional(
+      Type.Object(
+        {
+          bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 })),
+          trustProxy: Type.Optional(Type.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type FileConfig = Static<typeof FileConfig>;
+
+export interface ProviderSettings {
+  baseUrl: string;
+  apiKey?: string;
+  region?: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  logLevel: string;
+  store: { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string | 'memory' };
+  bootstrapAdminToken?: string;
+  deployment: 'self-hosted' | 'saas';
+  providers: { openai?: ProviderSettings; anthropic?: ProviderSettings; bedrock?: ProviderSettings };
+  mcpServers: { name: string; url: string; headers: Record<string, string> }[];
+  egress: { port: number } | null;
+  runtimeGuard: {
+    enabled: boolean;
+    selfService: string;
+    sensor: { metricsTargets: string[]; scrapeIntervalSeconds: number };
+  };
+  identity: { tierRefreshSeconds: number };
+  sessions: { ttlSeconds: number };
+  http: { bodyLimitBytes: number; trustProxy: boolean };
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(`configuration: ${key}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** `${VAR}` and `${VAR:-default}` in string values; an unset variable without a default names the key. */
+function interpolate(value: unknown, env: Env, path: string): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(path || '(root)', `refers to environment variable ${name}, which is not set (use \${${name}:-default} for a default)`);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, `${path}[${i}]`));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k)]),
+    );
+  }
+  return value;
+}
+
+/** Turns the first schema error into a message that names the key the way the YAML spells it. */
+function firstSchemaError(schema: TSchema, value: unknown): ConfigError | null {
+  for (const e of Value.Errors(schema, value)) {
+    const segments = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const key = segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+    if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? [];
+      const name = extra[0] ?? '?';
+      return new ConfigError(key ? `${key}.${name}` : name, 'unknown key');
+    }
+    if (e.keyword === 'boolean') continue; // reported by its additionalProperties twin
+    return new ConfigError(key || '(root)', e.message);
+  }
+  return null;
+}
+
+function intFromEnv(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+export function loadConfig(env: Env = process.env, fileText?: string): Config {
+  let file: unknown = {};
+  const path = env.REINS_CONFIG;
+  const text = fileText ?? (path ? readConfigFile(path) : undefined);
+  if (text !== undefined) {
+    try {
+      file = parseYaml(text) ?? {};
+    } catch (err) {
+      throw new ConfigError('REINS_CONFIG', `not valid YAML: ${(err as Error).message}`);
+    }
+    if (typeof file !== 'object' || Array.isArray(file)) throw new ConfigError('(root)', 'must be a mapping of keys');
+  }
+  file = interpolate(file, env, '');
+  const schemaError = firstSchemaError(FileConfig, file);
+  if (schemaError) throw schemaError;
+  const f = file as FileConfig;
+
+  const names = new Set<string>();
+  for (const [i, s] of (f.mcpServers ?? []).entries()) {
+    if (names.has(s.name)) throw new ConfigError(`mcpServers[${i}].name`, `duplicate server name "${s.name}"`);
+    if (s.name === 'reins') throw new ConfigError(`mcpServers[${i}].name`, '"reins" is the built-in server');
+    names.add(s.name);
+  }
+
+  const bootstrap = env.REINS_BOOTSTRAP_ADMIN_TOKEN;
+  if (bootstrap !== undefined && bootstrap !== '' && bootstrap.length < 16) {
+    throw new ConfigError('REINS_BOOTSTRAP_ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  const databaseUrl = env.DATABASE_URL;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  }
+  const logLevel = env.LOG_LEVEL ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+
+  const config: Config = {
+    host: env.HOST || '127.0.0.1',
+    port: intFromEnv(env, 'PORT', 8080, 0, 65535),
+    logLevel,
+    store: databaseUrl
+      ? { kind: 'postgres', url: databaseUrl }
+      : { kind: 'pglite', dataDir: env.REINS_DATA_DIR || './.reins-data' },
+    ...(bootstrap ? { bootstrapAdminToken: bootstrap } : {}),
+    deployment: f.deployment ?? 'self-hosted',
+    providers: { ...f.providers },
+    mcpServers: (f.mcpServers ?? []).map((s) => ({ name: s.name, url: s.url, headers: s.headers ?? {} })),
+    egress: f.egress ?? null,
+    runtimeGuard: {
+      enabled: f.runtimeGuard?.enabled ?? false,
+      selfService: f.runtimeGuard?.selfService ?? 'reins/reins',
+      sensor: {
+        metricsTargets: f.runtimeGuard?.sensor?.metricsTargets ?? [],
+        scrapeIntervalSeconds: f.runtimeGuard?.sensor?.scrapeIntervalSeconds ?? 15,
+      },
+    },
+    identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },
+    sessions: { ttlSeconds: f.sessions?.ttlSeconds ?? 12 * 3600 },
+    http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
+  };
+  return config;
+}
+
+function readConfigFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError('REINS_CONFIG', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** A configuration for tests and embedding: defaults plus overrides, no environment. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({ REINS_DATA_DIR: 'memory' }), ...overrides };
+}

@@ -1,0 +1,84 @@
+/**
+ * Assembles the HTTP server: framework plugins, the one auth and error layer, then each domain's routes
+ * registered by that domain's own module.
+ */
+import cookie from '@fastify/cookie';
+import swagger from '@fastify/swagger';
+import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Registry } from 'prom-client';
+import { registerAuditRoutes } from '../audit/routes.js';
+import type { Config } from '../config/config.js';
+import type { IdentityChange } from '../identity/identities.js';
+import { registerIdentityRoutes } from '../identity/routes.js';
+import type { TierCache } from '../identity/tier-cache.js';
+import type { Db } from '../store/db.js';
+import { registerAuth } from './auth.js';
+import { registerErrorHandling } from './error-handler.js';
+import { registerHttpMetrics } from './metrics.js';
+import { ErrorBody } from './schemas.js';
+import { registerSystemRoutes } from './system-routes.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  tiers: TierCache;
+  registry: Registry;
+  logger: FastifyServerOptions['logger'];
+}
+
+/** Header values that must never reach a log line. */
+export const REDACTED_LOG_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'req.headers["x-csrf-token"]',
+  'res.headers["set-cookie"]',
+];
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.logger,
+    bodyLimit: deps.config.http.bodyLimitBytes,
+    trustProxy: deps.config.http.trustProxy,
+    // Request ids let a log line be matched to a client's report; they carry no secret.
+    requestIdHeader: 'x-request-id',
+  });
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // The control plane speaks JSON only: any other content type is a 415, not a body to guess at.
+  app.removeContentTypeParser('text/plain');
+  app.addSchema(ErrorBody);
+
+  await app.register(cookie);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Reins API',
+        version: '1',
+        description: 'Governance gateway and control plane for AI agents. Errors answer {"error": {"code", "message"}}.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token, agent key or sensor token' },
+          session: { type: 'apiKey', in: 'cookie', name: 'reins_session', description: 'Console session; state changes also need X-CSRF-Token' },
+        },
+      },
+      security: [{ bearer: [] }, { session: [] }],
+    },
+  });
+
+  registerErrorHandling(app);
+  registerAuth(app, deps.db);
+  registerHttpMetrics(app, deps.registry);
+  registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
+  registerIdentityRoutes(app, {
+    db: deps.db,
+    onIdentityChange: (change: IdentityChange) => deps.tiers.apply(change),
+    sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+  });
+  registerAuditRoutes(app, deps.db);
+  await app.ready();
+  return app;
+}

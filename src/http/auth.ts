@@ -1,0 +1,99 @@
+/**
+ * Authentication and role enforcement for the control plane. The actor comes from the credential
+ * (`Authorization: Bearer`) or the console session cookie, never from the body.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Actor } from '../identity/actor.js';
+import { authenticateSession, CSRF_HEADER, SESSION_COOKIE } from '../identity/sessions.js';
+import { authenticateSecret } from '../identity/tokens.js';
+import type { Db } from '../store/db.js';
+import type { Access } from './access.js';
+import { AppError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    actor: Actor | null;
+  }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The bearer secret of an `Authorization` header, or null. */
+export function bearerSecret(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+export async function resolveActor(db: Db, request: FastifyRequest): Promise<Actor | null> {
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const secret = bearerSecret(header);
+    if (!secret) throw new AppError('unauthenticated', 'Authorization must be "Bearer <token>"');
+    const c = await authenticateSecret(db, secret);
+    if (!c) throw new AppError('unauthenticated', 'the token is unknown, revoked or expired');
+    switch (c.kind) {
+      case 'personal':
+        return { kind: 'developer', identityId: c.identityId!, role: c.role!, via: 'token', tokenId: c.tokenId };
+      case 'agent':
+        return { kind: 'agent', identityId: c.identityId!, tokenId: c.tokenId };
+      case 'sensor':
+        return { kind: 'sensor', tokenId: c.tokenId, name: c.name };
+    }
+  }
+  const cookie = request.cookies?.[SESSION_COOKIE];
+  if (cookie) {
+    const s = await authenticateSession(db, cookie);
+    if (!s) return null;
+    return { kind: 'developer', identityId: s.identityId, role: s.role, via: 'session', tokenId: s.tokenId, sessionId: s.sessionId, csrfToken: s.csrfToken };
+  }
+  return null;
+}
+
+export function checkAccess(access: Access, actor: Actor | null, request: FastifyRequest): void {
+  if (access === 'public') return;
+  if (!actor) throw new AppError('unauthenticated', 'this route needs a credential: Authorization: Bearer <token>');
+  if (access === 'sensor') {
+    if (actor.kind !== 'sensor') throw new AppError('forbidden', 'this route is for runtime sensor tokens only');
+    return;
+  }
+  if (actor.kind !== 'developer') {
+    throw new AppError('forbidden', `${actor.kind === 'agent' ? 'an agent key' : 'a sensor token'} cannot call the control plane`);
+  }
+  if (!access.roles.includes(actor.role)) {
+    throw new AppError('forbidden', `this needs the ${access.roles.join(' or ')} role; ${actor.identityId} is ${actor.role}`);
+  }
+  if (actor.via === 'session' && !SAFE_METHODS.has(request.method)) {
+    const sent = request.headers[CSRF_HEADER];
+    if (sent !== actor.csrfToken) throw new AppError('csrf_required', `send the session's CSRF token in the ${CSRF_HEADER} header`);
+  }
+}
+
+export function registerAuth(app: FastifyInstance, db: Db): void {
+  app.decorateRequest('actor', null);
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/') && route.config?.access === undefined) {
+      throw new Error(`route ${route.method} ${route.url} declares no access rule`);
+    }
+  });
+  // onRequest: before the body is parsed or validated, so an unauthenticated caller learns nothing about input rules.
+  app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+    const access = request.routeOptions.config.access;
+    if (access === undefined) return;
+    // Public routes still learn who is calling when a credential is sent (e.g. sign-out).
+    request.actor = access === 'public' ? await resolveActor(db, request).catch(() => null) : await resolveActor(db, request);
+    checkAccess(access, request.actor, request);
+  });
+}
+
+/** The actor of a route whose access rule guarantees one. */
+export function actorOf(request: FastifyRequest): Actor {
+  if (!request.actor) throw new AppError('unauthenticated', 'this route needs a credential');
+  return request.actor;
+}
+
+export function developerOf(request: FastifyRequest): Extract<Actor, { kind: 'developer' }> {
+  const actor = actorOf(request);
+  if (actor.kind !== 'developer') throw new AppError('forbidden', 'this route is for developer identities');
+  return actor;
+}

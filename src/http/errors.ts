@@ -1,0 +1,65 @@
+/**
+ * One error vocabulary for the control plane. A service verb throws an AppError with a code; the
+ * HTTP layer maps the code to a status in one place (`statusOf`) and answers the single error body of
+ * API.md: {"error": {"code", "message"}}.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_tier'
+  | 'invalid_identity_id'
+  | 'not_an_agent'
+  | 'malformed_json'
+  | 'unsupported_media_type'
+  | 'payload_too_large'
+  | 'unauthenticated'
+  | 'csrf_required'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'already_exists'
+  | 'already_revoked'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'unavailable';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  invalid_tier: 400,
+  invalid_identity_id: 400,
+  not_an_agent: 400,
+  malformed_json: 400,
+  unsupported_media_type: 415,
+  payload_too_large: 413,
+  unauthenticated: 401,
+  csrf_required: 403,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  already_exists: 409,
+  already_revoked: 409,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+};
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+  }
+}
+
+export function errorBody(code: ErrorCode | string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+export const invalid = (message: string): AppError => new AppError('invalid_request', message);
+export const notFound = (message: string): AppError => new AppError('not_found', message);
+export const forbidden = (message: string): AppError => new AppError('forbidden', message);
+export const conflict = (message: string): AppError => new AppError('conflict', message);

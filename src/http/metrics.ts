@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** A registry per server instance, so two instances in one process (tests) do not collide. */
+export function createMetrics(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'reins_' });
+  return registry;
+}
+
+export function registerHttpMetrics(app: FastifyInstance, registry: Registry): void {
+  const requests = new Counter({
+    name: 'reins_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'reins_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route pattern',
+    labelNames: ['route', 'method'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // The route pattern, not the URL, keeps label cardinality bounded.
+    const route = request.routeOptions.url ?? 'unmatched';
+    requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
+}

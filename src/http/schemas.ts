@@ -1,0 +1,32 @@
+/** Schemas shared by every route: the error body and the status codes a route may answer with it. */
+import { Type, type TSchema } from 'typebox';
+
+export const ErrorBody = Type.Object(
+  { error: Type.Object({ code: Type.String(), message: Type.String() }) },
+  { $id: 'ErrorBody', description: 'Every 4xx/5xx answer of the control plane' },
+);
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Bad input; the message names the field',
+  401: 'No credential, or an unknown, revoked or expired one',
+  403: 'The credential is known but its role or ownership refuses',
+  404: 'Unknown resource',
+  409: 'State conflict',
+  413: 'Body too large',
+  415: 'Unsupported content type',
+};
+
+/** Response schemas for a route: its success schemas plus the error statuses it may answer. */
+export function responses(success: Record<number, TSchema>, ...errorStatuses: number[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = { ...success };
+  for (const status of errorStatuses) out[status] = { ...ErrorBody, description: ERROR_DESCRIPTIONS[status] ?? 'Error' };
+  return out;
+}
+
+/** Statuses every authenticated JSON route can answer. */
+export const AUTH_ERRORS = [400, 401, 403] as const;
+
+export const IdentityIdQuery = Type.Object(
+  { id: Type.String({ description: 'The identity id <namespace>/<name>, URL-encoded' }) },
+  { additionalProperties: false },
+);

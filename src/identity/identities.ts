@@ -1,0 +1,187 @@
+/**
+ * Identities: agents and developers, `<namespace>/<name>`. Service verbs take the store and the actor;
+ * each change is one transaction holding its audit event and its NOTIFY.
+ */
+import { recordAudit } from '../audit/audit.js';
+import { AppError, conflict, notFound } from '../http/errors.js';
+import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import type { Actor, Role } from './actor.js';
+import { IDENTITY_ID_RULE, parseIdentityId } from './ids.js';
+import { isTier, resolveTier, type Tier } from './tiers.js';
+
+export type IdentityKind = 'agent' | 'developer';
+
+export interface Identity {
+  id: string;
+  kind: IdentityKind;
+  role?: Role;
+  /** `""` when no tier is assigned (and always for developers). */
+  autonomyTier: Tier | '';
+  /** What policies see: the assigned tier, or T2. Developers have none. */
+  effectiveTier?: Tier;
+  displayName: string;
+  createdAt: string;
+}
+
+interface IdentityRow {
+  id: string;
+  kind: IdentityKind;
+  role: Role | null;
+  autonomy_tier: Tier | null;
+  display_name: string;
+  created_at: Date;
+}
+
+/** The payload of Channels.identity: what changed and at which revision. */
+export interface IdentityChange {
+  id: string;
+  op: 'upsert' | 'delete';
+  kind?: IdentityKind;
+  tier: Tier | null;
+  revision: string;
+}
+
+/**
+ * A verb's answer plus the change it announced, so the replica that made it applies it to its own caches at
+ * once instead of waiting for its own NOTIFY.
+ */
+export interface Changed<T> {
+  value: T;
+  change: IdentityChange;
+}
+
+const COLUMNS = 'id, kind, role, autonomy_tier, display_name, created_at';
+
+function toIdentity(r: IdentityRow): Identity {
+  return {
+    id: r.id,
+    kind: r.kind,
+    ...(r.role ? { role: r.role } : {}),
+    autonomyTier: r.autonomy_tier ?? '',
+    ...(r.kind === 'agent' ? { effectiveTier: resolveTier(r.autonomy_tier).autonomyTier } : {}),
+    displayName: r.display_name,
+    createdAt: r.created_at.toISOString(),
+  };
+}
+
+export function requireIdentityId(id: string | undefined, field = 'id'): string {
+  if (id === undefined || id === '') throw new AppError('invalid_request', `query parameter "${field}" is required`);
+  if (!parseIdentityId(id)) throw new AppError('invalid_identity_id', `${field}: ${IDENTITY_ID_RULE}`);
+  return id;
+}
+
+export interface CreateIdentityInput {
+  id: string;
+  kind: IdentityKind;
+  role?: Role;
+  displayName?: string;
+}
+
+export async function createIdentity(db: Db, actor: Actor, input: CreateIdentityInput): Promise<Changed<Identity>> {
+  if (!parseIdentityId(input.id)) throw new AppError('invalid_identity_id', `id: ${IDENTITY_ID_RULE}`);
+  if (input.kind === 'agent' && input.role !== undefined) {
+    throw new AppError('invalid_request', 'role: applies to developer identities only');
+  }
+  const role = input.kind === 'developer' ? (input.role ?? 'developer') : null;
+  return db.transaction(async (tx) => {
+    const r = await tx.query<IdentityRow & { revision: string }>(
+      `INSERT INTO identities (id, kind, role, display_name) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}, revision::text AS revision`,
+      [input.id, input.kind, role, input.displayName ?? ''],
+    );
+    const row = r.rows[0];
+    if (!row) throw new AppError('already_exists', `identity ${input.id} already exists`);
+    await recordAudit(tx, {
+      type: 'control',
+      action: 'identity.create',
+      actor,
+      subject: input.id,
+      data: { kind: input.kind, ...(role ? { role } : {}) },
+    });
+    const change: IdentityChange = { id: row.id, op: 'upsert', kind: row.kind, tier: null, revision: row.revision };
+    await announce(tx, change);
+    return { value: toIdentity(row), change };
+  });
+}
+
+export async function listIdentities(q: Queryable, filter: { kind?: IdentityKind } = {}): Promise<Identity[]> {
+  const r = filter.kind
+    ? await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities WHERE kind = $1 ORDER BY id`, [filter.kind])
+    : await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities ORDER BY id`);
+  return r.rows.map(toIdentity);
+}
+
+export async function findIdentity(q: Queryable, id: string): Promise<Identity | null> {
+  const r = await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities WHERE id = $1`, [id]);
+  return r.rows[0] ? toIdentity(r.rows[0]) : null;
+}
+
+export async function getIdentity(q: Queryable, id: string): Promise<Identity> {
+  const identity = await findIdentity(q, id);
+  if (!identity) throw notFound(`identity ${id} does not exist`);
+  return identity;
+}
+
+export async function deleteIdentity(db: Db, actor: Actor, id: string): Promise<Changed<void>> {
+  return db.transaction(async (tx) => {
+    const r = await tx.query<{ kind: IdentityKind; role: Role | null }>('SELECT kind, role FROM identities WHERE id = $1 FOR UPDATE', [id]);
+    const row = r.rows[0];
+    if (!row) throw notFound(`identity ${id} does not exist`);
+    if (row.role === 'admin') {
+      // Lock every admin row so two concurrent deletions cannot both pass the check.
+      const admins = await tx.query('SELECT id FROM identities WHERE role = $1 FOR UPDATE', ['admin']);
+      if (admins.rows.length <= 1) throw conflict(`${id} is the last admin; create another admin first`);
+    }
+    const rev = await tx.query<{ revision: string }>(`SELECT nextval('identity_revision_seq')::text AS revision`);
+    await tx.query('DELETE FROM identities WHERE id = $1', [id]);
+    await recordAudit(tx, { type: 'control', action: 'identity.delete', actor, subject: id, data: { kind: row.kind } });
+    const change: IdentityChange = { id, op: 'delete', kind: row.kind, tier: null, revision: rev.rows[0]!.revision };
+    await announce(tx, change);
+    return { value: undefined, change };
+  });
+}
+
+export interface SetTierResult {
+  status: 'ok';
+  tier: Tier | '';
+  effectiveTier: Tier;
+}
+
+/**
+ * PUT autonomy-tier. `""` clears the assignment (the agent then resolves to T2). The change applies to
+ * later requests only; audit events already written keep the tier they recorded.
+ */
+export async function setAutonomyTier(db: Db, actor: Actor, id: string, tier: unknown): Promise<Changed<SetTierResult>> {
+  if (tier !== '' && !isTier(tier)) {
+    throw new AppError('invalid_tier', 'tier: must be one of "T1", "T2", "T3", "T4", or "" to clear the assignment');
+  }
+  const next: Tier | null = tier === '' ? null : tier;
+  return db.transaction(async (tx) => {
+    const r = await tx.query<{ kind: IdentityKind; autonomy_tier: Tier | null }>(
+      'SELECT kind, autonomy_tier FROM identities WHERE id = $1 FOR UPDATE',
+      [id],
+    );
+    const row = r.rows[0];
+    if (!row) throw notFound(`identity ${id} does not exist`);
+    if (row.kind !== 'agent') throw new AppError('not_an_agent', `${id} is a developer identity; only agent identities have a tier`);
+    const u = await tx.query<{ revision: string }>(
+      `UPDATE identities SET autonomy_tier = $2, revision = nextval('identity_revision_seq'), updated_at = now()
+       WHERE id = $1 RETURNING revision::text AS revision`,
+      [id, next],
+    );
+    await recordAudit(tx, {
+      type: 'control',
+      action: 'identity.tier_set',
+      actor,
+      subject: id,
+      data: { oldTier: row.autonomy_tier ?? '', newTier: next ?? '', effectiveTier: resolveTier(next).autonomyTier },
+    });
+    const change: IdentityChange = { id, op: 'upsert', kind: 'agent', tier: next, revision: u.rows[0]!.revision };
+    await announce(tx, change);
+    return { value: { status: 'ok', tier: next ?? '', effectiveTier: resolveTier(next).autonomyTier }, change };
+  });
+}
+
+function announce(tx: Queryable, change: IdentityChange): Promise<void> {
+  return notify(tx, Channels.identity, change);
+}

@@ -1,0 +1,309 @@
+/** Identity, tier, token and console-session routes (API.md "Identities and credentials"). */
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
+import { actorOf, developerOf } from '../http/auth.js';
+import { AppError, forbidden, invalid } from '../http/errors.js';
+import { AUTH_ERRORS, IdentityIdQuery, responses } from '../http/schemas.js';
+import type { Db } from '../store/db.js';
+import { ROLES } from './actor.js';
+import {
+  createIdentity,
+  deleteIdentity,
+  getIdentity,
+  listIdentities,
+  requireIdentityId,
+  setAutonomyTier,
+  type IdentityChange,
+} from './identities.js';
+import { SESSION_COOKIE, signIn, signOut } from './sessions.js';
+import { TIERS } from './tiers.js';
+import { listTokens, mintToken, revokeToken } from './tokens.js';
+
+const TierValue = Type.Union(TIERS.map((t) => Type.Literal(t)));
+const Identity = Type.Object({
+  id: Type.String(),
+  kind: Type.Union([Type.Literal('agent'), Type.Literal('developer')]),
+  role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)))),
+  autonomyTier: Type.Union([TierValue, Type.Literal('')], { description: '"" when no tier is assigned' }),
+  effectiveTier: Type.Optional(Type.Union([TierValue], { description: 'What policies see: the assigned tier, or T2 (agents only)' })),
+  displayName: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+const TokenInfo = Type.Object({
+  id: Type.String(),
+  kind: Type.Union([Type.Literal('personal'), Type.Literal('agent'), Type.Literal('sensor')]),
+  identityId: Type.Union([Type.String(), Type.Null()]),
+  name: Type.String(),
+  prefix: Type.String({ description: 'The first characters of the secret, to tell tokens apart' }),
+  createdBy: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  revokedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+const MintedToken = Type.Intersect([TokenInfo, Type.Object({ token: Type.String({ description: 'The secret, shown once' }) })]);
+const TokenName = Type.String({ minLength: 1, maxLength: 100 });
+const IsoDate = Type.String({ format: 'date-time', description: 'ISO 8601 date-time' });
+
+export interface IdentityRouteDeps {
+  db: Db;
+  /** Applies a change this replica made to its own caches at once. */
+  onIdentityChange: (change: IdentityChange) => void;
+  sessionTtlSeconds: number;
+}
+
+function parseFutureDate(raw: string | undefined, field: string): Date | undefined {
+  if (raw === undefined) return undefined;
+  const d = new Date(raw);
+  if (Number.isNaN(d.getTime())) throw invalid(`${field}: must be an ISO 8601 date-time`);
+  return d;
+}
+
+export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRouteDeps): void {
+  const { db } = deps;
+
+  app.get('/api/v1/identities', {
+    config: { access: READERS },
+    schema: {
+      tags: ['identities'],
+      summary: 'List identities with kind, role and tier',
+      querystring: Type.Object({ kind: Type.Optional(Type.Union([Type.Literal('agent'), Type.Literal('developer')])) }, { additionalProperties: false }),
+      response: responses({ 200: Type.Object({ items: Type.Array(Identity) }) }, ...AUTH_ERRORS),
+    },
+    handler: async (request) => {
+      const { kind } = request.query as { kind?: 'agent' | 'developer' };
+      return { items: await listIdentities(db, kind ? { kind } : {}) };
+    },
+  });
+
+  app.post('/api/v1/identities', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['identities'],
+      summary: 'Create an agent or developer identity',
+      body: Type.Object(
+        {
+          id: Type.String({ description: '<namespace>/<name>' }),
+          kind: Type.Union([Type.Literal('agent'), Type.Literal('developer')]),
+          role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)), { description: 'Developer identities only; default developer' })),
+          displayName: Type.Optional(Type.String({ maxLength: 200 })),
+        },
+        { additionalProperties: false },
+      ),
+      response: responses({ 201: Identity }, ...AUTH_ERRORS, 409, 415),
+    },
+    handler: async (request, reply) => {
+      const body = request.body as { id: string; kind: 'agent' | 'developer'; role?: (typeof ROLES)[number]; displayName?: string };
+      const { value, change } = await createIdentity(db, actorOf(request), body);
+      deps.onIdentityChange(change);
+      return reply.status(201).send(value);
+    },
+  });
+
+  app.get('/api/v1/identities/detail', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['identities'],
+      summary: 'One identity (admins and viewers: any; developers: their own)',
+      querystring: IdentityIdQuery,
+      response: responses({ 200: Identity }, ...AUTH_ERRORS, 404),
+    },
+    handler: async (request) => {
+      const id = requireIdentityId((request.query as { id?: string }).id);
+      const actor = developerOf(request);
+      if (actor.role === 'developer' && actor.identityId !== id) throw forbidden('developers can read only their own identity');
+      return getIdentity(db, id);
+    },
+  });
+
+  app.delete('/api/v1/identities', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['identities'],
+      summary: 'Delete an identity and its credentials',
+      querystring: IdentityIdQuery,
+      response: responses({ 200: Type.Object({ status: Type.Literal('ok'), id: Type.String() }) }, ...AUTH_ERRORS, 404, 409),
+    },
+    handler: async (request) => {
+      const id = requireIdentityId((request.query as { id?: string }).id);
+      const { change } = await deleteIdentity(db, actorOf(request), id);
+      deps.onIdentityChange(change);
+      return { status: 'ok' as const, id };
+    },
+  });
+
+  app.put('/api/v1/identities/autonomy-tier', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['identities'],
+      summary: 'Set or clear (with "") an agent\'s autonomy tier',
+      description:
+        'The tier applies to later requests on every replica (NOTIFY at once, periodic re-read as the safety net). ' +
+        'An agent with no tier resolves to T2.',
+      querystring: IdentityIdQuery,
+      body: Type.Object({ tier: Type.String({ description: 'T1, T2, T3, T4, or "" to clear' }) }, { additionalProperties: false }),
+      response: responses(
+        { 200: Type.Object({ status: Type.Literal('ok'), tier: Type.Union([TierValue, Type.Literal('')]), effectiveTier: TierValue }) },
+        ...AUTH_ERRORS,
+        404,
+        415,
+      ),
+    },
+    handler: async (request) => {
+      const id = requireIdentityId((request.query as { id?: string }).id);
+      const { value, change } = await setAutonomyTier(db, actorOf(request), id, (request.body as { tier: string }).tier);
+      deps.onIdentityChange(change);
+      return value;
+    },
+  });
+
+  app.post('/api/v1/tokens', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['credentials'],
+      summary: 'Mint a personal access token (developer identity) or an agent key (agent identity)',
+      description: 'Admins mint for anyone; others only for themselves. The secret is in `token`, shown once.',
+      body: Type.Object({ identityId: Type.String(), name: TokenName, expiresAt: Type.Optional(IsoDate) }, { additionalProperties: false }),
+      response: responses({ 201: MintedToken }, ...AUTH_ERRORS, 404, 415),
+    },
+    handler: async (request, reply) => {
+      const body = request.body as { identityId: string; name: string; expiresAt?: string };
+      const identityId = requireIdentityId(body.identityId, 'identityId');
+      const expiresAt = parseFutureDate(body.expiresAt, 'expiresAt');
+      const minted = await mintToken(db, actorOf(request), { identityId, name: body.name, ...(expiresAt ? { expiresAt } : {}) });
+      return reply.status(201).send({ ...minted.info, token: minted.token });
+    },
+  });
+
+  app.get('/api/v1/tokens', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['credentials'],
+      summary: 'List tokens without their secrets (admins: all; others: their own)',
+      querystring: Type.Object(
+        {
+          identityId: Type.Optional(Type.String()),
+          kind: Type.Optional(Type.Union([Type.Literal('personal'), Type.Literal('agent'), Type.Literal('sensor')])),
+        },
+        { additionalProperties: false },
+      ),
+      response: responses({ 200: Type.Object({ items: Type.Array(TokenInfo) }) }, ...AUTH_ERRORS),
+    },
+    handler: async (request) => {
+      const q = request.query as { identityId?: string; kind?: 'personal' | 'agent' | 'sensor' };
+      const actor = developerOf(request);
+      if (actor.role !== 'admin') {
+        if (q.identityId !== undefined && q.identityId !== actor.identityId) throw forbidden('only an admin can list another identity\'s tokens');
+        return { items: await listTokens(db, { identityId: actor.identityId, ...(q.kind ? { kind: q.kind } : {}) }) };
+      }
+      return { items: await listTokens(db, { ...(q.identityId ? { identityId: q.identityId } : {}), ...(q.kind ? { kind: q.kind } : {}) }) };
+    },
+  });
+
+  app.delete('/api/v1/tokens/:id', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['credentials'],
+      summary: 'Revoke a token at once (admins: any; others: their own)',
+      params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
+      response: responses({ 200: TokenInfo }, ...AUTH_ERRORS, 404, 409),
+    },
+    handler: async (request) => revokeToken(db, actorOf(request), (request.params as { id: string }).id),
+  });
+
+  app.post('/api/v1/runtime/sensor-tokens', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['runtime'],
+      summary: 'Mint a runtime sensor token, shown once; it can call only the sensor ingest routes',
+      body: Type.Object({ name: TokenName, expiresAt: Type.Optional(IsoDate) }, { additionalProperties: false }),
+      response: responses({ 201: MintedToken }, ...AUTH_ERRORS, 415),
+    },
+    handler: async (request, reply) => {
+      const body = request.body as { name: string; expiresAt?: string };
+      const expiresAt = parseFutureDate(body.expiresAt, 'expiresAt');
+      const minted = await mintToken(db, actorOf(request), { identityId: null, kind: 'sensor', name: body.name, ...(expiresAt ? { expiresAt } : {}) });
+      return reply.status(201).send({ ...minted.info, token: minted.token });
+    },
+  });
+
+  const SessionInfo = Type.Object({
+    identityId: Type.String(),
+    role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+    csrfToken: Type.String({ description: 'Send it in X-CSRF-Token on every state-changing call made with the cookie' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+  });
+
+  app.post('/api/v1/auth/session', {
+    config: { access: 'public' },
+    schema: {
+      tags: ['console'],
+      summary: 'Console sign-in: exchange a personal access token for an HttpOnly session cookie',
+      body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
+      response: responses({ 200: SessionInfo }, 400, 401, 415),
+    },
+    handler: async (request, reply) => {
+      const s = await signIn(db, (request.body as { token: string }).token, deps.sessionTtlSeconds, { ip: request.ip });
+      reply.setCookie(SESSION_COOKIE, s.cookieValue, {
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: request.protocol === 'https',
+        path: '/',
+        expires: s.expiresAt,
+      });
+      return { identityId: s.identityId, role: s.role, csrfToken: s.csrfToken, expiresAt: s.expiresAt.toISOString() };
+    },
+  });
+
+  app.delete('/api/v1/auth/session', {
+    config: { access: 'public' },
+    schema: {
+      tags: ['console'],
+      summary: 'Sign out: ends the console session and clears its cookie',
+      response: responses({ 200: Type.Object({ status: Type.Literal('ok') }) }),
+    },
+    handler: async (request, reply) => {
+      const actor = request.actor;
+      if (actor?.kind === 'developer' && actor.via === 'session') await signOut(db, actor);
+      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      return { status: 'ok' as const };
+    },
+  });
+
+  app.get('/api/v1/auth/me', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['console'],
+      summary: 'Who is signed in',
+      response: responses(
+        {
+          200: Type.Object({
+            id: Type.String(),
+            kind: Type.Literal('developer'),
+            role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+            displayName: Type.String(),
+            via: Type.Union([Type.Literal('token'), Type.Literal('session')]),
+            csrfToken: Type.Optional(Type.String()),
+          }),
+        },
+        401,
+        403,
+      ),
+    },
+    handler: async (request) => {
+      const actor = developerOf(request);
+      const identity = await getIdentity(db, actor.identityId).catch(() => {
+        throw new AppError('unauthenticated', 'the signed-in identity no longer exists');
+      });
+      return {
+        id: actor.identityId,
+        kind: 'developer' as const,
+        role: actor.role,
+        displayName: identity.displayName,
+        via: actor.via,
+        ...(actor.via === 'session' ? { csrfToken: actor.csrfToken } : {}),
+      };
+    },
+  });
+}

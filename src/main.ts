@@ -1,0 +1,42 @@
+/** `npm start`: one Reins replica, configured from the environment and REINS_CONFIG. */
+import { ConfigError, loadConfig } from './config/config.js';
+import { startReplica } from './server.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`reins: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const replica = await startReplica(config);
+  const log = replica.app.log;
+  log.info(
+    { store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`, url: replica.url },
+    'reins is listening',
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    replica.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`reins: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,48 @@
+/**
+ * The store adapter every domain uses: queries, transactions and LISTEN/NOTIFY, the same over
+ * PostgreSQL (several replicas) and embedded PGlite (one process). Domains write plain SQL that runs
+ * on both; nothing outside src/store knows which one is underneath.
+ */
+export type Row = Record<string, unknown>;
+
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<T = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>>;
+}
+
+export interface ListenOptions {
+  /**
+   * Called after the listening connection was lost and re-established: notifications sent in between
+   * are gone, so a cache should re-read everything.
+   */
+  onResync?: () => void;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>>;
+  /** Store reachable? Used by /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Announces a change to every replica. Inside a transaction the notification is delivered at commit,
+ * and not at all on rollback, which is what makes "announce what happened" safe.
+ */
+export async function notify(q: Queryable, channel: string, payload: unknown): Promise<void> {
+  await q.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify(payload)]);
+}
+
+/** The NOTIFY channels, one place so that senders and listeners agree. */
+export const Channels = {
+  identity: 'reins_identity',
+  token: 'reins_token',
+} as const;
