@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/config.js';
 import { SYSTEM_CLI } from './identity/actor.js';
 import { createAdmin } from './identity/bootstrap.js';
-import { createIdentity, listIdentities, requireIdentityId, setAutonomyTier } from './identity/identities.js';
+import { createIdentity, listIdentities, requireIdentityId, setAutonomyTier, type CreateIdentityInput } from './identity/identities.js';
 import { mintToken } from './identity/tokens.js';
 import { AppError } from './http/errors.js';
 import type { Db } from './store/db.js';
@@ -105,11 +105,11 @@ export async function runCli(argv: string[]): Promise<void> {
     }
     case 'identity create': {
       const id = requireIdentityId(args[0], 'id');
-      const kind = values.kind === 'agent' || values.kind === 'developer' ? values.kind : null;
+      const kind: 'agent' | 'developer' | null = values.kind === 'agent' ? 'agent' : values.kind === 'developer' ? 'developer' : null;
       if (!kind) throw new UsageError('--kind must be agent or developer');
       const role = values.role;
       if (role !== undefined && !['admin', 'viewer', 'developer'].includes(role)) throw new UsageError('--role must be admin, viewer or developer');
-      const input = {
+      const input: CreateIdentityInput = {
         id,
         kind,
         ...(role ? { role: role as 'admin' | 'viewer' | 'developer' } : {}),
