@@ -1,0 +1,157 @@
+/**
+ * Starts real Reins replicas on a real store for integration tests, and a small HTTP client.
+ */
+import { after, before, describe } from 'node:test';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { startReplica, type Replica } from '../../src/server.js';
+import type { Db } from '../../src/store/db.js';
+import { PgliteDb } from '../../src/store/pglite.js';
+import { freshPostgresDatabase, postgresReachable, storeKinds, type StoreKind } from './stores.js';
+
+export const ADMIN_TOKEN = 'test-bootstrap-admin-token-0123456789';
+
+export interface TestStore {
+  kind: StoreKind;
+  /** For PostgreSQL: the fresh database's URL. */
+  url?: string;
+  /** For PGlite: the one in-process database every replica of this store shares. */
+  db?: Db;
+  close(): Promise<void>;
+}
+
+export async function openTestStore(kind: StoreKind): Promise<TestStore> {
+  if (kind === 'postgres') {
+    const { url, drop } = await freshPostgresDatabase();
+    return { kind, url, close: drop };
+  }
+  const db = await PgliteDb.open('memory');
+  return { kind, db, close: () => db.close() };
+}
+
+export function testConfigFor(store: TestStore, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
+  const base = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN,
+    ...(store.kind === 'postgres' ? { DATABASE_URL: store.url! } : { REINS_DATA_DIR: 'memory' }),
+    ...env,
+  });
+  return { ...base, ...overrides };
+}
+
+export async function startTestReplica(store: TestStore, overrides: Partial<Config> = {}, options: { listen?: boolean } = {}): Promise<Replica> {
+  const config = testConfigFor(store, overrides);
+  return startReplica(config, { logger: false, ...(store.db ? { db: store.db } : {}), ...options });
+}
+
+/**
+ * Declares a suite once per store of the matrix. `setup` gives the suite its fresh store; the store is
+ * closed after the suite.
+ */
+export function describeEachStore(name: string, body: (ctx: { store: () => TestStore; kind: StoreKind }) => void): void {
+  for (const kind of storeKinds()) {
+    describe(`${name} [${kind}]`, async () => {
+      const usable = kind === 'pglite' || (await postgresReachable());
+      if (!usable) return;
+      let store: TestStore | null = null;
+      before(async () => {
+        store = await openTestStore(kind);
+      });
+      after(async () => {
+        await store?.close();
+      });
+      body({
+        kind,
+        store: () => {
+          if (!store) throw new Error('store not open yet');
+          return store;
+        },
+      });
+    });
+  }
+}
+
+export interface Answer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  headers?: Record<string, string>;
+  /** A raw body; sent as is with the given content type. */
+  raw?: string;
+  contentType?: string;
+}
+
+export class Client {
+  constructor(
+    readonly baseUrl: string,
+    readonly token: string | null = null,
+  ) {}
+
+  with(token: string | null): Client {
+    return new Client(this.baseUrl, token);
+  }
+
+  async request<T = any>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<Answer<T>> {
+    const token = options.token === undefined ? this.token : options.token;
+    const headers: Record<string, string> = { ...options.headers };
+    if (token) headers.authorization = `Bearer ${token}`;
+    let payload: string | undefined;
+    if (options.raw !== undefined) {
+      payload = options.raw;
+      headers['content-type'] = options.contentType ?? 'application/json';
+    } else if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(new URL(path, this.baseUrl), { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  get<T = any>(path: string, options?: RequestOptions) {
+    return this.request<T>('GET', path, undefined, options);
+  }
+  post<T = any>(path: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('POST', path, body, options);
+  }
+  put<T = any>(path: string, body?: unknown, options?: RequestOptions) {
+    return this.request<T>('PUT', path, body, options);
+  }
+  delete<T = any>(path: string, options?: RequestOptions) {
+    return this.request<T>('DELETE', path, undefined, options);
+  }
+}
+
+export const enc = encodeURIComponent;
+
+/** Creates a developer identity with a role and returns its personal access token. */
+export async function developerWithToken(admin: Client, id: string, role: 'admin' | 'viewer' | 'developer'): Promise<string> {
+  const created = await admin.post('/api/v1/identities', { id, kind: 'developer', role });
+  if (created.status !== 201) throw new Error(`create ${id}: ${created.status} ${JSON.stringify(created.body)}`);
+  const minted = await admin.post('/api/v1/tokens', { identityId: id, name: 'test' });
+  if (minted.status !== 201) throw new Error(`mint for ${id}: ${minted.status}`);
+  return minted.body.token as string;
+}
+
+export async function agentWithKey(admin: Client, id: string): Promise<string> {
+  const created = await admin.post('/api/v1/identities', { id, kind: 'agent' });
+  if (created.status !== 201) throw new Error(`create ${id}: ${created.status} ${JSON.stringify(created.body)}`);
+  const minted = await admin.post('/api/v1/tokens', { identityId: id, name: 'test' });
+  return minted.body.token as string;
+}
+
+/** Polls until `check` returns true or the deadline passes; returns the elapsed milliseconds, or -1. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 10): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start <= timeoutMs) {
+    if (await check()) return Date.now() - start;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return -1;
+}
