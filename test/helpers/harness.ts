@@ -57,15 +57,16 @@ export function describeEachStore(name: string, body: (ctx: { store: () => TestS
       before(async () => {
         store = await openTestStore(kind);
       });
-      after(async () => {
-        await store?.close();
-      });
       body({
         kind,
         store: () => {
           if (!store) throw new Error('store not open yet');
           return store;
         },
+      });
+      // Registered after the body's own hooks: `after` hooks run in order, and replicas close before their store.
+      after(async () => {
+        await store?.close();
       });
     });
   }
