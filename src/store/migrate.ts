@@ -25,13 +25,17 @@ export function listMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 
 /** Applies the migrations not yet applied, in order, each in its own transaction. Returns their names. */
 export async function migrate(db: Db, migrations: Migration[] = listMigrations()): Promise<string[]> {
-  await db.query(
-    `CREATE TABLE IF NOT EXISTS schema_migrations (
-       version integer PRIMARY KEY,
-       name text NOT NULL,
-       applied_at timestamptz NOT NULL DEFAULT now()
-     )`,
-  );
+  // Under the lock too: two replicas' concurrent CREATE TABLE IF NOT EXISTS can both try to create it.
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         version integer PRIMARY KEY,
+         name text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now()
+       )`,
+    );
+  });
   const applied: string[] = [];
   for (const m of migrations) {
     const done = await db.transaction(async (tx) => {
