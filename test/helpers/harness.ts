@@ -2,6 +2,7 @@
  * Starts real Reins replicas on a real store for integration tests, and a small HTTP client.
  */
 import { after, before, describe } from 'node:test';
+import type { FastifyServerOptions } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { startReplica, type Replica } from '../../src/server.js';
 import type { Db } from '../../src/store/db.js';
@@ -39,7 +40,11 @@ export function testConfigFor(store: TestStore, overrides: Partial<Config> = {},
   return { ...base, ...overrides };
 }
 
-export async function startTestReplica(store: TestStore, overrides: Partial<Config> = {}, options: { listen?: boolean } = {}): Promise<Replica> {
+export async function startTestReplica(
+  store: TestStore,
+  overrides: Partial<Config> = {},
+  options: { listen?: boolean; logger?: FastifyServerOptions['logger'] } = {},
+): Promise<Replica> {
   const config = testConfigFor(store, overrides);
   return startReplica(config, { logger: false, ...(store.db ? { db: store.db } : {}), ...options });
 }
