@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../../src/config/config.js';
+
+const load = (yaml: string, env: Record<string, string> = {}) => loadConfig({ REINS_DATA_DIR: 'memory', ...env }, yaml);
+
+function refuses(yaml: string, key: string, env: Record<string, string> = {}) {
+  assert.throws(
+    () => load(yaml, env),
+    (err: unknown) => err instanceof ConfigError && err.key === key && err.message.includes(key),
+    `expected a ConfigError naming ${key}`,
+  );
+}
+
+describe('configuration', () => {
+  test('defaults: embedded store in ./.reins-data, 127.0.0.1:8080, self-hosted, runtime guard off', () => {
+    const c = loadConfig({});
+    assert.deepEqual(c.store, { kind: 'pglite', dataDir: './.reins-data' });
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.port, 8080);
+    assert.equal(c.deployment, 'self-hosted');
+    assert.equal(c.runtimeGuard.enabled, false);
+    assert.equal(c.runtimeGuard.selfService, 'reins/reins');
+    assert.equal(c.identity.tierRefreshSeconds, 30);
+    assert.equal(c.egress, null);
+  });
+
+  test('DATABASE_URL selects PostgreSQL; REINS_DATA_DIR=memory keeps PGlite in memory', () => {
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://h/db' }).store, { kind: 'postgres', url: 'postgres://h/db' });
+    assert.deepEqual(loadConfig({ REINS_DATA_DIR: 'memory' }).store, { kind: 'pglite', dataDir: 'memory' });
+  });
+
+  test('the API.md example file loads, with ${VAR} interpolation', () => {
+    const c = load(
+      `
+deployment: self-hosted
+providers:
+  openai:    { baseUrl: "https://api.openai.com",    apiKey: "\${OPENAI_API_KEY}" }
+  anthropic: { baseUrl: "https://api.anthropic.com", apiKey: "\${ANTHROPIC_API_KEY}" }
+  bedrock:   { baseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com", region: "us-east-1" }
+mcpServers:
+  - { name: github, url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer \${GITHUB_MCP_TOKEN}" } }
+egress: { port: 8081 }
+runtimeGuard:
+  enabled: false
+  selfService: reins/reins
+  sensor:
+    metricsTargets: []
+    scrapeIntervalSeconds: 15
+`,
+      { OPENAI_API_KEY: 'sk-o', ANTHROPIC_API_KEY: 'sk-a', GITHUB_MCP_TOKEN: 'gh' },
+    );
+    assert.equal(c.providers.openai?.apiKey, 'sk-o');
+    assert.equal(c.mcpServers[0]?.headers.Authorization, 'Bearer gh');
+    assert.deepEqual(c.egress, { port: 8081 });
+  });
+
+  test('${VAR:-default} supplies a default; an unset ${VAR} names the key', () => {
+    assert.equal(load('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE:-fallback}" } }').providers.openai?.apiKey, 'fallback');
+    refuses('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE}" } }', 'providers.openai.apiKey');
+  });
+
+  const bad: [string, string, string][] = [
+    ['unknown top-level key', 'colour: blue', 'colour'],
+    ['unknown nested key', 'runtimeGuard: { enabeld: true }', 'runtimeGuard.enabeld'],
+    ['bad enum', 'deployment: cloud', 'deployment'],
+    ['bad type', 'runtimeGuard: { enabled: "yes" }', 'runtimeGuard.enabled'],
+    ['bad port', 'egress: { port: 70000 }', 'egress.port'],
+    ['bad interval', 'runtimeGuard: { sensor: { scrapeIntervalSeconds: 0 } }', 'runtimeGuard.sensor.scrapeIntervalSeconds'],
+    ['bad url in a list', 'mcpServers: [ { name: a, url: "ftp://x" } ]', 'mcpServers[0].url'],
+    ['provider path instead of origin', 'providers: { openai: { baseUrl: "https://api.openai.com/v1" } }', 'providers.openai.baseUrl'],
+    ['duplicate MCP server', 'mcpServers: [ { name: a, url: "http://x" }, { name: a, url: "http://y" } ]', 'mcpServers[1].name'],
+    ['reserved MCP server name', 'mcpServers: [ { name: reins, url: "http://x" } ]', 'mcpServers[0].name'],
+    ['tier refresh above 30 s', 'identity: { tierRefreshSeconds: 60 }', 'identity.tierRefreshSeconds'],
+    ['not a mapping', '- a\n- b', '(root)'],
+  ];
+  for (const [what, yaml, key] of bad) test(`${what} stops start-up naming ${key}`, () => refuses(yaml, key));
+
+  test('invalid YAML names REINS_CONFIG', () => refuses('a: [', 'REINS_CONFIG'));
+  test('bad environment values are named', () => {
+    refuses('', 'PORT', { PORT: 'eighty' });
+    refuses('', 'PORT', { PORT: '65536' });
+    refuses('', 'DATABASE_URL', { DATABASE_URL: 'mysql://x' });
+    refuses('', 'REINS_BOOTSTRAP_ADMIN_TOKEN', { REINS_BOOTSTRAP_ADMIN_TOKEN: 'short' });
+    refuses('', 'LOG_LEVEL', { LOG_LEVEL: 'loud' });
+  });
+  test('a missing config file names REINS_CONFIG', () => {
+    assert.throws(() => loadConfig({ REINS_CONFIG: '/nonexistent/reins.yaml' }), (e: unknown) => e instanceof ConfigError && e.key === 'REINS_CONFIG');
+  });
+});
