@@ -93,7 +93,7 @@ describeEachStore('http basics', ({ store }) => {
         done();
       },
     });
-    const logged = await startTestReplica(store(), {}, { logger: { ...defaultLogger('trace'), stream } as FastifyServerOptions['logger'] });
+    const logged = await startTestReplica(store(), {}, { logger: { ...(defaultLogger('trace') as object), stream } as FastifyServerOptions['logger'] });
     try {
       const c = new Client(logged.url, ADMIN_TOKEN);
       await c.get('/api/v1/identities', { headers: { 'x-api-key': ADMIN_TOKEN, cookie: `reins_session=${ADMIN_TOKEN}` } });
