@@ -19,6 +19,13 @@ async function main(): Promise<void> {
     { store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`, url: replica.url },
     'reins is listening',
   );
+  const admins = await replica.db.query(`SELECT 1 FROM identities WHERE role = 'admin' LIMIT 1`);
+  if (admins.rows.length === 0) {
+    log.warn(
+      'no admin exists yet: restart with REINS_BOOTSTRAP_ADMIN_TOKEN=<a secret of 16+ characters> (creates default/admin), ' +
+        'or stop the server and run `npx reins admin create <namespace>/<name>`',
+    );
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
