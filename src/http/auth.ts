@@ -25,13 +25,36 @@ export function bearerSecret(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-export async function resolveActor(db: Db, request: FastifyRequest): Promise<Actor | null> {
+/**
+ * Records when a token was last used, at most once a minute per token and replica, off the request path:
+ * a listing can show stale tokens without a write on every call.
+ */
+export class TokenUseRecorder {
+  private readonly lastWrite = new Map<string, number>();
+  constructor(
+    private readonly db: Db,
+    private readonly intervalMs = 60_000,
+  ) {}
+
+  touch(tokenId: string): void {
+    const now = Date.now();
+    if (now - (this.lastWrite.get(tokenId) ?? 0) < this.intervalMs) return;
+    this.lastWrite.set(tokenId, now);
+    if (this.lastWrite.size > 100_000) this.lastWrite.clear();
+    this.db.query('UPDATE tokens SET last_used_at = now() WHERE id = $1', [tokenId]).catch(() => {
+      this.lastWrite.delete(tokenId);
+    });
+  }
+}
+
+export async function resolveActor(db: Db, request: FastifyRequest, uses?: TokenUseRecorder): Promise<Actor | null> {
   const header = request.headers.authorization;
   if (header !== undefined) {
     const secret = bearerSecret(header);
     if (!secret) throw new AppError('unauthenticated', 'Authorization must be "Bearer <token>"');
     const c = await authenticateSecret(db, secret);
     if (!c) throw new AppError('unauthenticated', 'the token is unknown, revoked or expired');
+    uses?.touch(c.tokenId);
     switch (c.kind) {
       case 'personal':
         return { kind: 'developer', identityId: c.identityId!, role: c.role!, via: 'token', tokenId: c.tokenId };
@@ -70,6 +93,7 @@ export function checkAccess(access: Access, actor: Actor | null, request: Fastif
 }
 
 export function registerAuth(app: FastifyInstance, db: Db): void {
+  const uses = new TokenUseRecorder(db);
   app.decorateRequest('actor', null);
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/api/') && route.config?.access === undefined) {
@@ -81,7 +105,7 @@ export function registerAuth(app: FastifyInstance, db: Db): void {
     const access = request.routeOptions.config.access;
     if (access === undefined) return;
     // Public routes still learn who is calling when a credential is sent (e.g. sign-out).
-    request.actor = access === 'public' ? await resolveActor(db, request).catch(() => null) : await resolveActor(db, request);
+    request.actor = access === 'public' ? await resolveActor(db, request).catch(() => null) : await resolveActor(db, request, uses);
     checkAccess(access, request.actor, request);
   });
 }

@@ -29,6 +29,15 @@ describeEachStore('credentials and console sessions', ({ store }) => {
     assert.equal(all.rows.some((r) => r.t.includes(token)), false);
   });
 
+  test('a token records when it was last used', async () => {
+    const token = await developerWithToken(admin, 'eng/used', 'viewer');
+    const before = (await admin.get('/api/v1/tokens?identityId=eng/used')).body.items[0];
+    assert.equal(before.lastUsedAt, null);
+    await admin.with(token).get('/api/v1/identities');
+    const seen = await waitFor(async () => (await admin.get('/api/v1/tokens?identityId=eng/used')).body.items[0].lastUsedAt !== null, 2000, 20);
+    assert.ok(seen >= 0);
+  });
+
   test('an agent identity gets an agent key, which cannot call the control plane', async () => {
     const minted = await admin.post('/api/v1/tokens', { identityId: 'eng/bot', name: 'ci' });
     assert.equal(minted.status, 201);

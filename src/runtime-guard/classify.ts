@@ -1,0 +1,245 @@
+/**
+ * Deterministic classification of what a pod reached: an address (against the cluster facts) or a name
+ * (against the cluster's naming rules and the provider catalogue). Built once per reconcile call.
+ */
+import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS } from './addresses.js';
+import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
+import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
+import { buildOwnerIndex, resolveWorkload, type OwnerIndex } from './workload.js';
+
+export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
+
+/** What a name or an address is, when it is a finding at all. */
+export interface FindingClass {
+  kind: FindingKind;
+  /** '' when the destination is not suppressed (kinds `provider` and `imds`). */
+  suppressReason: SuppressReason | '';
+}
+
+/** A name that is neither an AI provider nor infrastructure the spec lists: not a finding. */
+export const NOT_A_FINDING = null;
+export type NameClass = FindingClass | typeof NOT_A_FINDING;
+
+export interface AddressClass {
+  /** Identity from cluster facts (rung R2), when the API server knows the address. */
+  factsName: string | undefined;
+  /** The class the address alone gives; undefined for an external address, which its name decides. */
+  cls: FindingClass | undefined;
+}
+
+interface AddressFact {
+  name: string;
+  reason: SuppressReason;
+  priority: number;
+}
+
+/** When one address plays several roles, the most specific reason wins (lowest number). */
+const ADDRESS_PRIORITY: Partial<Record<SuppressReason, number>> = {
+  'service-gateway': 0,
+  coredns: 1,
+  'cluster-apiserver': 2,
+  'node-or-link-local': 3,
+  'in-cluster': 4,
+};
+
+export interface FactsIndex {
+  clusterDomain: string;
+  owners: OwnerIndex;
+  podsByName: ReadonlyMap<string, ReadonlyMap<string, PodFact>>;
+  /** null when two pods share the address (host-network pods). */
+  podsByIp: ReadonlyMap<string, PodFact | null>;
+  addresses: ReadonlyMap<string, AddressFact>;
+  /** `<svc>.<ns>` of every Service. */
+  serviceNames: ReadonlySet<string>;
+  selfServiceNames: ReadonlySet<string>;
+  selfPodNames: ReadonlySet<string>;
+  selfPodIps: ReadonlySet<string>;
+  selfWorkloadKeys: ReadonlySet<string>;
+  searchDomains: readonly string[];
+}
+
+function nsKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+function serviceNameForms(service: string, namespace: string, clusterDomain: string): string[] {
+  return [`${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.${clusterDomain}`];
+}
+
+export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
+  const clusterDomain = normalizeHostname(facts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN) || DEFAULT_CLUSTER_DOMAIN;
+  const serviceDns = (service: string, namespace: string): string => `${service}.${namespace}.svc.${clusterDomain}`;
+  const addresses = new Map<string, AddressFact>();
+  const add = (ip: string, name: string, reason: SuppressReason): void => {
+    if (ip === '' || ip === 'None') return;
+    const priority = ADDRESS_PRIORITY[reason] ?? 9;
+    const known = addresses.get(ip);
+    if (!known || priority < known.priority) addresses.set(ip, { name, reason, priority });
+  };
+  const self = facts.selfService;
+  const isSelf = (namespace: string, service: string): boolean => self !== null && self.namespace === namespace && self.name === service;
+  const serviceReason = (namespace: string, service: string): SuppressReason => {
+    if (isSelf(namespace, service)) return 'service-gateway';
+    if (namespace === 'kube-system' && service === 'kube-dns') return 'coredns';
+    if (namespace === 'default' && service === 'kubernetes') return 'cluster-apiserver';
+    return 'in-cluster';
+  };
+
+  const serviceNames = new Set<string>();
+  for (const svc of facts.services) {
+    serviceNames.add(`${svc.name}.${svc.namespace}`);
+    for (const ip of svc.clusterIPs) add(ip, serviceDns(svc.name, svc.namespace), serviceReason(svc.namespace, svc.name));
+  }
+  const selfPodNames = new Set<string>();
+  for (const slice of facts.endpointSlices) {
+    const reason = serviceReason(slice.namespace, slice.serviceName);
+    for (const endpoint of slice.endpoints) {
+      for (const ip of endpoint.addresses) add(ip, serviceDns(slice.serviceName, slice.namespace), reason);
+      // The pods behind the service's own Service are its current pods.
+      if (reason === 'service-gateway' && endpoint.targetRef?.kind === 'Pod') {
+        selfPodNames.add(nsKey(endpoint.targetRef.namespace ?? slice.namespace, endpoint.targetRef.name));
+      }
+    }
+  }
+  for (const ip of facts.apiServerAddresses) add(ip, serviceDns('kubernetes', 'default'), 'cluster-apiserver');
+  for (const ip of facts.clusterDnsAddresses) add(ip, serviceDns('kube-dns', 'kube-system'), 'coredns');
+  for (const node of facts.nodes) for (const ip of node.addresses) add(ip, `node:${node.name}`, 'node-or-link-local');
+
+  const podsByName = new Map<string, Map<string, PodFact>>();
+  const podsByIp = new Map<string, PodFact | null>();
+  for (const pod of facts.pods) {
+    let inNamespace = podsByName.get(pod.namespace);
+    if (!inNamespace) podsByName.set(pod.namespace, (inNamespace = new Map()));
+    inNamespace.set(pod.name, pod);
+    const ips = new Set([pod.ip, ...(pod.ips ?? [])]);
+    for (const ip of ips) {
+      if (ip === '') continue;
+      podsByIp.set(ip, podsByIp.has(ip) ? null : pod);
+      add(ip, `pod:${pod.namespace}/${pod.name}`, 'in-cluster');
+    }
+  }
+
+  const selfPodIps = new Set<string>();
+  for (const pod of facts.selfPods) {
+    selfPodNames.add(nsKey(pod.namespace, pod.name));
+    if (pod.ip !== '') selfPodIps.add(pod.ip);
+  }
+  const owners = buildOwnerIndex(facts);
+  const selfWorkloadKeys = new Set<string>();
+  for (const key of selfPodNames) {
+    const slash = key.indexOf('/');
+    const pod = podsByName.get(key.slice(0, slash))?.get(key.slice(slash + 1));
+    if (!pod) continue;
+    const workload = resolveWorkload(pod, owners);
+    // Only a confirmed owner widens the drop to sibling pods; a pod-level key is the pod itself.
+    if (workload.attributionConfirmed) selfWorkloadKeys.add(workload.workloadKey);
+  }
+
+  const selfServiceNames = new Set(self ? serviceNameForms(self.name, self.namespace, clusterDomain) : []);
+  const searchDomains = (facts.searchDomains ?? []).map(normalizeHostname).filter((d) => d !== '');
+  return {
+    clusterDomain,
+    owners,
+    podsByName,
+    podsByIp,
+    addresses,
+    serviceNames,
+    selfServiceNames,
+    selfPodNames,
+    selfPodIps,
+    selfWorkloadKeys,
+    searchDomains,
+  };
+}
+
+const IMDS_NAMES: ReadonlySet<string> = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+
+const INTERNAL: (reason: SuppressReason) => FindingClass = (reason) => ({ kind: 'internal', suppressReason: reason });
+
+/** Classifies one address; the name (if any) decides external addresses. */
+export function classifyAddress(ip: string, index: FactsIndex): AddressClass {
+  // IMDS first: a metadata request is never suppressed, whatever else the address might look like.
+  if (isImds(ip)) return { factsName: undefined, cls: { kind: 'imds', suppressReason: '' } };
+  const known = index.addresses.get(ip);
+  if (known) {
+    let reason = known.reason;
+    if (reason === 'in-cluster' && matchCatalogue(known.name, index.clusterDomain)?.suppressReason === 'sidecar-control-plane') {
+      reason = 'sidecar-control-plane';
+    }
+    return { factsName: known.name, cls: INTERNAL(reason) };
+  }
+  if (ip === NODELOCAL_DNS_ADDRESS) return { factsName: undefined, cls: INTERNAL('coredns') };
+  if (isNodeOrLinkLocal(ip)) return { factsName: undefined, cls: INTERNAL('node-or-link-local') };
+  return { factsName: undefined, cls: undefined };
+}
+
+/** True for an address nothing but its name can classify: outside the cluster facts and not special. */
+export function isExternalAddress(ip: string, index: FactsIndex): boolean {
+  return classifyAddress(ip, index).cls === undefined;
+}
+
+function endsWithDomain(name: string, domain: string): boolean {
+  return name === domain || name.endsWith(`.${domain}`);
+}
+
+const NON_PUBLIC_LAST_LABELS: ReadonlySet<string> = new Set(['local', 'internal', 'arpa', 'svc', 'localhost', 'localdomain', 'lan', 'home']);
+
+/** A name that could be asked of public DNS: dotted, not an IP, not under a private suffix. */
+export function isPublicLookingName(name: string, index: FactsIndex): boolean {
+  if (!name.includes('.') || isIpLiteral(name)) return false;
+  const last = name.slice(name.lastIndexOf('.') + 1);
+  if (NON_PUBLIC_LAST_LABELS.has(last)) return false;
+  if (endsWithDomain(name, index.clusterDomain)) return false;
+  return !name.split('.').some((label) => label === '');
+}
+
+/**
+ * The class of a name on its own, before search-domain folding. `name` is normalized.
+ * Order: reverse DNS, IMDS, loopback names, the service's own Service, API server, cluster DNS,
+ * catalogue, in-cluster; anything else is not a finding.
+ */
+export function classifyName(name: string, index: FactsIndex): NameClass {
+  if (name === '' || isIpLiteral(name)) return NOT_A_FINDING;
+  if (endsWithDomain(name, 'in-addr.arpa') || endsWithDomain(name, 'ip6.arpa')) return INTERNAL('reverse-dns');
+  if (IMDS_NAMES.has(name)) return { kind: 'imds', suppressReason: '' };
+  if (endsWithDomain(name, 'localhost')) return INTERNAL('node-or-link-local');
+  if (index.selfServiceNames.has(name)) return INTERNAL('service-gateway');
+  const domain = index.clusterDomain;
+  if (serviceNameForms('kubernetes', 'default', domain).includes(name)) return INTERNAL('cluster-apiserver');
+  if (serviceNameForms('kube-dns', 'kube-system', domain).includes(name)) return INTERNAL('coredns');
+  const catalogued = matchCatalogue(name, domain);
+  if (catalogued) return { kind: catalogued.kind, suppressReason: catalogued.suppressReason };
+  if (!name.includes('.') || endsWithDomain(name, domain) || name.endsWith('.svc')) return INTERNAL('in-cluster');
+  if (index.serviceNames.has(name)) return INTERNAL('in-cluster');
+  return NOT_A_FINDING;
+}
+
+/** True when a search suffix could have produced `suffix` (the part after the real name). */
+function isSearchSuffix(suffix: string, index: FactsIndex): boolean {
+  const domain = index.clusterDomain;
+  if (suffix === domain || suffix === `svc.${domain}`) return true;
+  const nsSvc = `.svc.${domain}`;
+  if (suffix.endsWith(nsSvc) && !suffix.slice(0, -nsSvc.length).includes('.')) return true;
+  const labels = suffix.split('.');
+  // Cloud resolver search domains: ec2.internal, <region>.compute.internal, c.<project>.internal, google.internal.
+  if (labels[labels.length - 1] === 'internal' && labels.length <= 3) return true;
+  if (endsWithDomain(suffix, 'internal.cloudapp.net') && labels.length <= 5) return true;
+  return index.searchDomains.includes(suffix);
+}
+
+/**
+ * The real names a name could be a search-domain expansion of, most likely first (the shortest real
+ * name, i.e. the longest search suffix). Empty when the name cannot be an expansion.
+ */
+export function expansionCandidates(name: string, index: FactsIndex): string[] {
+  const labels = name.split('.');
+  const out: string[] = [];
+  // The real name needs at least two labels to be public-looking.
+  for (let cut = 2; cut < labels.length; cut++) {
+    const suffix = labels.slice(cut).join('.');
+    if (!isSearchSuffix(suffix, index)) continue;
+    const real = labels.slice(0, cut).join('.');
+    if (isPublicLookingName(real, index)) out.push(real);
+  }
+  return out;
+}
