@@ -5,10 +5,12 @@
  *   public                      no credential needed
  *   { roles: [...] }            a developer identity (personal access token or console session) with one of these roles
  *   sensor                      a runtime sensor token
+ *   gateway                     the data plane: the gateway authenticates the caller in the client's own
+ *                               protocol (Bearer or x-api-key, answered in the provider's error shape)
  */
 import type { Role } from '../identity/actor.js';
 
-export type Access = 'public' | 'sensor' | { roles: readonly Role[] };
+export type Access = 'public' | 'sensor' | 'gateway' | { roles: readonly Role[] };
 
 export const ANY_DEVELOPER: Access = { roles: ['admin', 'viewer', 'developer'] };
 export const ADMIN: Access = { roles: ['admin'] };

@@ -74,7 +74,7 @@ export async function resolveActor(db: Db, request: FastifyRequest, uses?: Token
 }
 
 export function checkAccess(access: Access, actor: Actor | null, request: FastifyRequest): void {
-  if (access === 'public') return;
+  if (access === 'public' || access === 'gateway') return;
   if (!actor) throw new AppError('unauthenticated', 'this route needs a credential: Authorization: Bearer <token>');
   if (access === 'sensor') {
     if (actor.kind !== 'sensor') throw new AppError('forbidden', 'this route is for runtime sensor tokens only');
@@ -103,7 +103,8 @@ export function registerAuth(app: FastifyInstance, db: Db): void {
   // onRequest: before the body is parsed or validated, so an unauthenticated caller learns nothing about input rules.
   app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
     const access = request.routeOptions.config.access;
-    if (access === undefined) return;
+    // The data plane authenticates for itself; no control-plane lookup on its hot path.
+    if (access === undefined || access === 'gateway') return;
     // Public routes still learn who is calling when a credential is sent (e.g. sign-out).
     request.actor = access === 'public' ? await resolveActor(db, request).catch(() => null) : await resolveActor(db, request, uses);
     checkAccess(access, request.actor, request);

@@ -1,0 +1,100 @@
+/**
+ * Sends a governed call upstream over a keep-alive pool per provider origin and streams the answer back as
+ * it arrives: status, provider errors and end-to-end headers pass through, bodies byte for byte.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { Transform, type TransformCallback } from 'node:stream';
+import { Pool } from 'undici';
+import type { UsageMeter } from './usage.js';
+
+/** RFC 9110 hop-by-hop headers plus those the gateway sets itself. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+]);
+
+/**
+ * Request headers never forwarded: the client's credential (a Reins secret) and anything that would
+ * sign or identify the caller to the provider as someone else; Reins' own headers; cookies for Reins' origin.
+ */
+const NEVER_UPSTREAM = new Set(['authorization', 'x-api-key', 'cookie', 'x-amz-security-token', 'x-amz-date', 'x-amz-content-sha256', 'accept-encoding', 'expect']);
+
+/** Response headers never passed back: cookies are for the provider's origin, not Reins'. */
+const NEVER_DOWNSTREAM = new Set(['set-cookie', 'alt-svc', 'strict-transport-security']);
+
+export function upstreamHeaders(client: IncomingHttpHeaders, credential: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  const connectionListed = listedInConnection(client.connection);
+  for (const [name, value] of Object.entries(client)) {
+    if (value === undefined) continue;
+    const n = name.toLowerCase();
+    if (HOP_BY_HOP.has(n) || NEVER_UPSTREAM.has(n) || connectionListed.has(n) || n.startsWith('x-reins-')) continue;
+    out[n] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  // Asking for identity keeps the bytes the client gets equal to the bytes metered, and content-length honest.
+  out['accept-encoding'] = 'identity';
+  return { ...out, ...credential };
+}
+
+export function downstreamHeaders(upstream: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionListed = listedInConnection(upstream.connection);
+  for (const [name, value] of Object.entries(upstream)) {
+    if (value === undefined) continue;
+    const n = name.toLowerCase();
+    if (HOP_BY_HOP.has(n) || NEVER_DOWNSTREAM.has(n) || connectionListed.has(n)) continue;
+    out[n] = value;
+  }
+  return out;
+}
+
+function listedInConnection(value: string | string[] | undefined): Set<string> {
+  const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
+  return new Set(joined.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''));
+}
+
+/** One keep-alive pool per upstream origin, closed with the server. */
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+
+  pool(origin: string): Pool {
+    const key = new URL(origin).origin;
+    let pool = this.pools.get(key);
+    if (!pool) {
+      // Long generations stream for minutes; the provider, not the gateway, decides when a body is too slow.
+      pool = new Pool(key, { connections: 128, headersTimeout: 600_000, bodyTimeout: 600_000, keepAliveTimeout: 30_000 });
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pools.values()].map((p) => p.close()));
+    this.pools.clear();
+  }
+}
+
+/** A pass-through stream that shows each chunk to the usage meter on its way to the client. */
+export class MeteredStream extends Transform {
+  constructor(private readonly meter: UsageMeter) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    try {
+      this.meter.push(chunk);
+    } catch {
+      // metering must never break the answer
+    }
+    callback(null, chunk);
+  }
+}

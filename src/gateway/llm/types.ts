@@ -1,0 +1,71 @@
+/**
+ * The LLM gateway's contract with the rest of Reins: what a governed call looks like, and the hooks the
+ * policy engine, audit writer and metering fill in. The forwarding layer knows nothing of identities,
+ * policies or storage; it asks these hooks.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Config } from '../../config/config.js';
+
+export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
+
+/** The least the gateway needs of a caller; the authenticate hook may return a richer object (see the generics). */
+export interface GatewayCaller {
+  tokenId: string;
+  identityId: string | null;
+}
+
+/** What `authenticate` is given: the Reins secret the client sent as its provider key, and the headers
+ * (for `X-Reins-Session` / `X-Reins-Agent`). */
+export interface GatewayCredential {
+  secret: string;
+  provider: ProviderName;
+  headers: IncomingHttpHeaders;
+}
+
+export interface LlmCall<C = GatewayCaller> {
+  caller: C;
+  provider: ProviderName;
+  /** The client's path after `/llm/<provider>`, query included, exactly as sent (e.g. `/v1/messages?beta=true`). */
+  route: string;
+  model: string | null;
+  stream: boolean;
+  maxTokens: number | null;
+  /** The request body parsed as JSON, or null when there is none or it is not JSON. */
+  body: unknown;
+}
+
+export type GatewayDecision =
+  | { outcome: 'allow' }
+  | { outcome: 'deny'; policyName: string; message: string; status?: number };
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * How a governed call ended. `forwarded`: the upstream answered (any status, streamed to the end);
+ * `refused`: a policy denied it; `upstream_unreachable`: no answer from the provider (the client got 502);
+ * `client_aborted`: the client went away before the answer was complete (usage is what streamed so far).
+ */
+export type CallEnd = 'forwarded' | 'refused' | 'upstream_unreachable' | 'client_aborted';
+
+export interface CallResult {
+  status: number;
+  end: CallEnd;
+  usage?: TokenUsage;
+  durationMs: number;
+}
+
+export interface GatewayHooks<C = GatewayCaller> {
+  /** The caller a Reins secret belongs to, or null when it is unknown, revoked or expired. */
+  authenticate(credential: GatewayCredential): Promise<C | null>;
+  decide(call: LlmCall<C>): Promise<GatewayDecision>;
+  /** Called exactly once per decided call, after the last byte went to the client (or it went away). Must not throw. */
+  completed(call: LlmCall<C>, result: CallResult): void;
+}
+
+export interface LlmGatewayDeps<C = GatewayCaller> {
+  providers: Config['providers'];
+  hooks: GatewayHooks<C>;
+}

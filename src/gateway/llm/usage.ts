@@ -1,0 +1,267 @@
+/**
+ * Token usage read from a provider's answer as its bytes stream past to the client. The meter observes
+ * copies of the chunks; it never holds the stream back. JSON answers are kept up to a cap to be parsed at the
+ * end (past the cap only the tail is kept, where every provider puts `usage`); SSE and AWS event-stream
+ * answers are parsed event by event, keeping only the incomplete event.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { TokenUsage } from './types.js';
+
+export interface UsageMeter {
+  push(chunk: Buffer): void;
+  /** The usage read, or undefined when the answer carried none. */
+  finish(): TokenUsage | undefined;
+}
+
+type Counts = { inputTokens?: number; outputTokens?: number };
+type Json = Record<string, unknown>;
+
+const JSON_CAP = 8 * 1024 * 1024;
+const TAIL = 64 * 1024;
+const EVENT_CAP = 16 * 1024 * 1024;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function count(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+function fromUsageObject(u: Json): Counts {
+  return {
+    // OpenAI chat/completions/embeddings; Anthropic and the Responses API; Bedrock Converse.
+    inputTokens: count(u.prompt_tokens) ?? count(u.input_tokens) ?? count(u.inputTokens),
+    outputTokens: count(u.completion_tokens) ?? count(u.output_tokens) ?? count(u.outputTokens),
+  };
+}
+
+/**
+ * The usage one JSON document or stream event carries, in any of the shapes the three providers use.
+ * Later events overwrite earlier ones field by field: Anthropic's `message_delta` and OpenAI's last chunk
+ * carry cumulative counts.
+ */
+export function usageOfEvent(event: unknown): Counts {
+  if (!isObject(event)) return {};
+  // A Bedrock invoke-with-response-stream chunk: base64 of the model's native JSON.
+  if (typeof event.bytes === 'string') {
+    try {
+      return usageOfEvent(JSON.parse(Buffer.from(event.bytes, 'base64').toString('utf8')));
+    } catch {
+      return {};
+    }
+  }
+  let found: Counts = {};
+  if (event.type === 'message_start' && isObject(event.message) && isObject(event.message.usage)) {
+    found = fromUsageObject(event.message.usage);
+  } else if (typeof event.type === 'string' && event.type.startsWith('response.') && isObject(event.response) && isObject(event.response.usage)) {
+    found = fromUsageObject(event.response.usage);
+  } else if (isObject(event.usage)) {
+    found = fromUsageObject(event.usage);
+  } else if (count(event.prompt_token_count) !== undefined || count(event.generation_token_count) !== undefined) {
+    // Meta Llama's native body on Bedrock.
+    found = { inputTokens: count(event.prompt_token_count), outputTokens: count(event.generation_token_count) };
+  }
+  const metrics = event['amazon-bedrock-invocationMetrics'];
+  if (isObject(metrics)) {
+    found = merge(found, { inputTokens: count(metrics.inputTokenCount), outputTokens: count(metrics.outputTokenCount) });
+  }
+  return found;
+}
+
+function merge(into: Counts, next: Counts): Counts {
+  return {
+    inputTokens: next.inputTokens ?? into.inputTokens,
+    outputTokens: next.outputTokens ?? into.outputTokens,
+  };
+}
+
+function complete(p: Counts): TokenUsage | undefined {
+  if (p.inputTokens === undefined && p.outputTokens === undefined) return undefined;
+  return { inputTokens: p.inputTokens ?? 0, outputTokens: p.outputTokens ?? 0 };
+}
+
+/** Index just past the JSON object starting at `start` (a `{`), or -1 when it does not close. */
+function objectEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/** The last `"usage": {…}` object in a piece of JSON text too large to have been kept whole. */
+function usageInTail(text: string): Counts {
+  let at = text.lastIndexOf('"usage"');
+  while (at >= 0) {
+    const brace = text.indexOf('{', at);
+    const end = brace < 0 ? -1 : objectEnd(text, brace);
+    if (end > 0 && /^"usage"\s*:\s*$/.test(text.slice(at, brace))) {
+      try {
+        return usageOfEvent({ usage: JSON.parse(text.slice(brace, end)) as unknown });
+      } catch {
+        // not the object we want; look further back
+      }
+    }
+    at = text.lastIndexOf('"usage"', at - 1);
+  }
+  return {};
+}
+
+class JsonMeter implements UsageMeter {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private truncated = false;
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size > JSON_CAP) {
+      const all = Buffer.concat(this.chunks);
+      this.chunks = [all.subarray(all.length - TAIL)];
+      this.size = TAIL;
+      this.truncated = true;
+    }
+  }
+
+  finish(): TokenUsage | undefined {
+    const text = Buffer.concat(this.chunks).toString('utf8');
+    if (this.truncated) return complete(usageInTail(text));
+    try {
+      return complete(usageOfEvent(JSON.parse(text)));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Server-sent events (OpenAI chat and Responses streams, Anthropic message streams). */
+class SseMeter implements UsageMeter {
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+  private data: string[] = [];
+  private usage: Counts = {};
+
+  push(chunk: Buffer): void {
+    this.pending += this.decoder.write(chunk);
+    let nl = this.pending.search(/\r\n|\r|\n/);
+    while (nl >= 0) {
+      const line = this.pending.slice(0, nl);
+      const sep = this.pending.startsWith('\r\n', nl) ? 2 : 1;
+      this.pending = this.pending.slice(nl + sep);
+      this.line(line);
+      nl = this.pending.search(/\r\n|\r|\n/);
+    }
+    // A single line this long is no event we meter; drop it rather than grow without bound.
+    if (this.pending.length > EVENT_CAP) this.pending = '';
+  }
+
+  private line(line: string): void {
+    if (line === '') {
+      this.dispatch();
+      return;
+    }
+    if (line.startsWith('data:')) {
+      this.data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+    }
+  }
+
+  private dispatch(): void {
+    const data = this.data.join('\n');
+    this.data = [];
+    if (data === '' || data === '[DONE]') return;
+    try {
+      this.usage = merge(this.usage, usageOfEvent(JSON.parse(data)));
+    } catch {
+      // not JSON: nothing to meter
+    }
+  }
+
+  finish(): TokenUsage | undefined {
+    this.pending += this.decoder.end();
+    if (this.pending !== '') this.line(this.pending);
+    this.dispatch();
+    return complete(this.usage);
+  }
+}
+
+/**
+ * AWS event-stream frames: a 12-byte prelude (total length, headers length, CRC), headers, payload, CRC.
+ * Only the payload matters for usage; the client verifies the CRCs on the bytes it receives unchanged.
+ */
+class EventStreamMeter implements UsageMeter {
+  private buffer: Buffer = Buffer.alloc(0);
+  private usage: Counts = {};
+  private broken = false;
+
+  push(chunk: Buffer): void {
+    if (this.broken) return;
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    while (this.buffer.length >= 12) {
+      const total = this.buffer.readUInt32BE(0);
+      const headersLength = this.buffer.readUInt32BE(4);
+      if (total < 16 + headersLength || total > EVENT_CAP) {
+        this.broken = true;
+        this.buffer = Buffer.alloc(0);
+        return;
+      }
+      if (this.buffer.length < total) return;
+      const payload = this.buffer.subarray(12 + headersLength, total - 4);
+      try {
+        this.usage = merge(this.usage, usageOfEvent(JSON.parse(payload.toString('utf8'))));
+      } catch {
+        // an event without a JSON payload
+      }
+      this.buffer = this.buffer.subarray(total);
+    }
+  }
+
+  finish(): TokenUsage | undefined {
+    return complete(this.usage);
+  }
+}
+
+class NoMeter implements UsageMeter {
+  push(): void {}
+  finish(): undefined {
+    return undefined;
+  }
+}
+
+/**
+ * The meter for an answer, chosen by its content type. Answers whose bytes are compressed are not metered
+ * (the gateway asks upstream for `identity`; a provider that compresses anyway is passed through untouched).
+ * Bedrock's token-count headers, when present, win over the body.
+ */
+export function meterFor(headers: Record<string, string | string[] | undefined>): UsageMeter {
+  const encoding = String(headers['content-encoding'] ?? 'identity').toLowerCase();
+  const type = String(headers['content-type'] ?? '').toLowerCase();
+  let meter: UsageMeter;
+  if (encoding !== 'identity' && encoding !== '') meter = new NoMeter();
+  else if (type.startsWith('text/event-stream')) meter = new SseMeter();
+  else if (type.startsWith('application/vnd.amazon.eventstream')) meter = new EventStreamMeter();
+  else if (type.includes('json')) meter = new JsonMeter();
+  else meter = new NoMeter();
+  const headerUsage: Counts = {
+    inputTokens: numberHeader(headers['x-amzn-bedrock-input-token-count']),
+    outputTokens: numberHeader(headers['x-amzn-bedrock-output-token-count']),
+  };
+  if (headerUsage.inputTokens === undefined && headerUsage.outputTokens === undefined) return meter;
+  return {
+    push: (chunk) => meter.push(chunk),
+    finish: () => complete(merge(meter.finish() ?? {}, headerUsage)),
+  };
+}
+
+function numberHeader(v: string | string[] | undefined): number | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (s === undefined || !/^\d+$/.test(s.trim())) return undefined;
+  return Number(s);
+}

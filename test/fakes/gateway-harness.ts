@@ -1,0 +1,68 @@
+/**
+ * A Fastify app that registers only the LLM gateway, with simple hooks: one fixed Reins token, a policy that
+ * refuses the model "forbidden-model", and a record of every completed call. Upstreams are the fake providers.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { registerLlmGateway } from '../../src/gateway/llm/routes.js';
+import type { CallResult, GatewayCaller, GatewayDecision, LlmCall } from '../../src/gateway/llm/types.js';
+import { startFakeProviders, type FakeProviders } from './fake-providers.js';
+
+export const CLIENT_TOKEN = 'reins_agent_test_token_0123456789';
+export const PROVIDER_KEY = 'sk-provider-key-held-by-reins';
+export const DENY_POLICY = { policyName: 'approved-models', message: 'forbidden-model is not on the approved model list' };
+
+export interface Harness {
+  /** The gateway's origin, e.g. http://127.0.0.1:PORT */
+  url: string;
+  fake: FakeProviders;
+  app: FastifyInstance;
+  decided: LlmCall[];
+  completed: { call: LlmCall; result: CallResult }[];
+  /** Resolves once `n` calls have been reported complete (the report follows the last byte). */
+  completions(n: number): Promise<{ call: LlmCall; result: CallResult }[]>;
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: { withoutProviders?: boolean; upstreamOrigin?: string } = {}): Promise<Harness> {
+  const fake = await startFakeProviders();
+  const decided: LlmCall[] = [];
+  const completed: { call: LlmCall; result: CallResult }[] = [];
+  const app = Fastify({ logger: false });
+  const settings = { baseUrl: options.upstreamOrigin ?? fake.origin, apiKey: PROVIDER_KEY };
+  registerLlmGateway(app, {
+    providers: options.withoutProviders ? {} : { openai: settings, anthropic: settings, bedrock: { ...settings, region: 'us-east-1' } },
+    hooks: {
+      authenticate: async ({ secret }): Promise<GatewayCaller | null> => (secret === CLIENT_TOKEN ? { tokenId: 'tok_test', identityId: 'agent-test' } : null),
+      decide: async (call): Promise<GatewayDecision> => {
+        decided.push(call);
+        return call.model === 'forbidden-model' ? { outcome: 'deny', ...DENY_POLICY } : { outcome: 'allow' };
+      },
+      completed: (call, result) => {
+        completed.push({ call, result });
+      },
+    },
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    fake,
+    app,
+    decided,
+    completed,
+    async completions(n) {
+      for (let i = 0; i < 200 && completed.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      return completed;
+    },
+    async close() {
+      await app.close();
+      await fake.close();
+    },
+  };
+}
+
+/** What a test asserts of every forwarded request: Reins' provider key went up, the client's token did not. */
+export function credentialsSeenUpstream(fake: FakeProviders): string[] {
+  return fake.hits.flatMap((h) => [h.headers.authorization, h.headers['x-api-key']].filter((v): v is string => typeof v === 'string'));
+}
