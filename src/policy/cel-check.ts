@@ -71,7 +71,6 @@ const GLOBAL_FUNCTIONS: ReadonlyMap<string, readonly [number, number, StaticType
   ['duration', [1, 1, { kind: 'prim', name: 'duration' }]],
   ['dyn', [1, 1, DYN]],
   ['type', [1, 1, TYPE]],
-  ['matches', [2, 2, BOOL]],
 ]);
 
 interface MethodSignature {
@@ -342,13 +341,15 @@ class Checker {
 
   private globalFunctionType(expr: Expr, call: CallExpr, args: readonly StaticType[]): StaticType {
     const signature = GLOBAL_FUNCTIONS.get(call.function);
+    if (call.function === 'matches') {
+      return this.fail(expr, 'write matches() as a method: text.matches(pattern), for example object.llm.model.matches("^gpt-5")');
+    }
     if (signature === undefined) return this.fail(expr, `unknown function "${call.function}"`);
     const [min, max, result] = signature;
     if (args.length < min || args.length > max) {
       this.fail(expr, `${call.function}() takes ${arity(min, max)}, not ${args.length}`);
     }
     if (call.function === 'size') this.requireSized(expr, args[0] ?? DYN, 'size()');
-    if (call.function === 'matches') this.checkRegexArgument(call.args[1]);
     return result;
   }
 

@@ -3,7 +3,7 @@
  * regular expressions, CEL-spec semantics). Compile once with `compileExpression`, build the
  * activation once per request with `toActivation`, then `runExpression` per policy.
  */
-import { celEnv, celList, celMap, isCelError, parse, plan, run } from '@bufbuild/cel';
+import { celEnv, celList, celMap, isCelError, parse, plan } from '@bufbuild/cel';
 import type { CelInput, CelResult } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { checkExpression } from './cel-check.js';
@@ -106,25 +106,32 @@ export function runExpression(expression: CompiledExpression, activation: Policy
   return { message: `the expression produced ${describeValue(result)} instead of true or false` };
 }
 
-/** Converts the policy object once per request; every policy of that request reads the result. */
-export function toActivation(object: PolicyObject): PolicyActivation {
-  const bindings: Bindings = { object: shapeToCel(object as unknown as ObjectRecord, POLICY_OBJECT_SHAPE) };
-  return bindings as unknown as PolicyActivation;
+type ObjectRecord = { readonly [key: string]: unknown };
+type Converter = (value: unknown) => CelInput;
+
+/** Builds, once, a converter that walks exactly the fields of `shape`. */
+function converterFor(shape: PolicyObjectShape): Converter {
+  const fields = Object.entries(shape).map(([field, type]): readonly [string, Converter] => {
+    if (typeof type !== 'string') return [field, converterFor(type)];
+    // Integers are CEL ints (bigint): `object.agent.autonomyLevel >= 3` compares int with int.
+    if (type === 'int') return [field, (raw) => BigInt(Math.trunc(typeof raw === 'number' ? raw : 0))];
+    if (type === 'map') return [field, (raw) => jsonToCel((raw ?? {}) as JsonValue)];
+    return [field, (raw) => raw as CelInput];
+  });
+  return (value) => {
+    const record = (value ?? {}) as ObjectRecord;
+    const entries = new Map<string, CelInput>();
+    for (const [field, convert] of fields) entries.set(field, convert(record[field]));
+    return celMap(entries);
+  };
 }
 
-type ObjectRecord = { readonly [key: string]: unknown };
+const convertPolicyObject = converterFor(POLICY_OBJECT_SHAPE);
 
-function shapeToCel(value: ObjectRecord, shape: PolicyObjectShape): CelInput {
-  const entries = new Map<string, CelInput>();
-  for (const [field, type] of Object.entries(shape)) {
-    const raw = value[field];
-    if (typeof type !== 'string') entries.set(field, shapeToCel((raw ?? {}) as ObjectRecord, type));
-    // Integers are CEL ints (bigint): `object.agent.autonomyLevel >= 3` compares int with int.
-    else if (type === 'int') entries.set(field, BigInt(Math.trunc(typeof raw === 'number' ? raw : 0)));
-    else if (type === 'map') entries.set(field, jsonToCel((raw ?? {}) as JsonValue));
-    else entries.set(field, raw as CelInput);
-  }
-  return celMap(entries);
+/** Converts the policy object once per request; every policy of that request reads the result. */
+export function toActivation(object: PolicyObject): PolicyActivation {
+  const bindings: Bindings = { object: convertPolicyObject(object) };
+  return bindings as unknown as PolicyActivation;
 }
 
 /** JSON as CEL sees it through google.protobuf.Struct: numbers are doubles. */
@@ -136,8 +143,11 @@ function jsonToCel(value: JsonValue): CelInput {
   return celMap(entries);
 }
 
+const tryRegex = plan(environment, parse('"".matches(pattern)'));
+
+/** RE2 syntax check of a literal pattern, by the same engine that will run it. */
 function regexProblem(pattern: string): string | undefined {
-  const result = run('"".matches(pattern)', { pattern });
+  const result = tryRegex({ pattern });
   return isCelError(result) ? result.message : undefined;
 }
 

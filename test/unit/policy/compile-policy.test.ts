@@ -85,6 +85,7 @@ describe('compilePolicy refuses a bad match with its position', () => {
     { why: 'the result is not a bool', match: 'object.agent.autonomyLevel + 1', line: 1, column: 28, says: /must be true or false/ },
     { why: 'a method gets the wrong argument type', match: 'object.llm.model.startsWith(1)', line: 1, column: 29, says: /expects a string/ },
     { why: 'the regular expression is invalid', match: "object.llm.model.matches('gpt-(5')", line: 1, column: 26, says: /invalid regular expression/ },
+    { why: 'matches() is called as a function', match: "matches(object.llm.model, '^gpt')", line: 1, column: 1, says: /as a method/ },
     { why: 'the function does not exist', match: 'isFrontier(object.llm.model)', line: 1, column: 1, says: /unknown function "isFrontier"/ },
     { why: 'a name other than object is read', match: "request.type == 'llm'", line: 1, column: 1, says: /unknown name "request"/ },
     { why: 'a field is read from a string', match: "object.agent.id.namespace == 'x'", line: 1, column: 17, says: /cannot read field "namespace"/ },
