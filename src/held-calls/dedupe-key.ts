@@ -123,6 +123,6 @@ export function heldCallDedupeKey(call: HeldCallIdentity): string {
     call.kind === 'llm'
       ? { ...common, route: routePath(call.route), model: call.model, prompt: promptOf(call.body) }
       : // params._meta (progress tokens) and the JSON-RPC id differ per call and are not taken.
-        { ...common, server: call.server, tool: call.tool, arguments: call.arguments ?? {} };
+        { ...common, server: call.server, tool: call.tool, arguments: call.arguments === undefined ? {} : call.arguments };
   return createHash('sha256').update(canonicalJson(identity)).digest('hex');
 }

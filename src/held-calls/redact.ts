@@ -5,7 +5,8 @@
 //   run of token characters, so each run is tried from one position at most;
 // - after its literal prefix, a rule takes a greedy run of one character class with
 //   only a lower bound and nothing required after it, so an attempt either consumes the
-//   run or fails within the lower bound;
+//   run or fails within the lower bound; where something must follow a run (the dots
+//   of a JWT), the single start per run bounds the backtracking to that run;
 // - bounded pieces elsewhere ({1,64}) cap what any one attempt can backtrack over;
 // - the unbounded searches (PEM blocks, keys next to AWS key ids) are written as scans.
 // A candidate the regex finds may be rejected by a predicate (does it look random?);
@@ -14,7 +15,7 @@
 const marker = (kind: string): string => `[REDACTED:${kind}]`;
 
 /** Start of a run of token characters (`A-Za-z0-9_-`), never inside one. */
-const B = '';
+const B = '(?<![A-Za-z0-9_-])';
 
 const hasDigit = (s: string): boolean => /[0-9]/.test(s);
 const hasLetter = (s: string): boolean => /[A-Za-z]/.test(s);
@@ -70,6 +71,8 @@ const RULES: readonly Rule[] = [
     pattern: new RegExp(`${B}hf_[A-Za-z0-9]{30,}`, 'g'),
     accept: (v) => hasUpper(v) && hasLower(v.slice(3)),
   },
+  // Reins' own credentials (src/identity/tokens.ts, console session cookies): 32 random bytes, base64url.
+  { kind: 'reins-token', pattern: new RegExp(`${B}reins_(?:pat|agent|sensor|sess)_[A-Za-z0-9_-]{32,}`, 'g') },
   { kind: 'npm-token', pattern: new RegExp(`${B}npm_[A-Za-z0-9]{36,}`, 'g') },
   { kind: 'stripe-key', pattern: new RegExp(`${B}(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}`, 'g') },
   {
@@ -220,9 +223,10 @@ const ELLIPSIS = '…';
  */
 export function promptExcerpt(text: string, maxChars: number): string {
   const redacted = redactCredentials(text);
-  if (redacted.length <= maxChars) return redacted;
-  if (maxChars < 1) return '';
-  let cut = maxChars - ELLIPSIS.length;
+  const limit = Math.floor(maxChars);
+  if (redacted.length <= limit) return redacted;
+  if (!(limit >= 1)) return '';
+  let cut = limit - ELLIPSIS.length;
   const open = cut > 0 ? redacted.lastIndexOf('[REDACTED:', cut - 1) : -1;
   if (open !== -1) {
     const close = redacted.indexOf(']', open);
