@@ -28,20 +28,7 @@ export interface Observation {
 }
 
 /** The observation item as the `/observations` endpoint shows it (spec "Observation item"). */
-export interface ObservationItem {
-  rule: string;
-  behavior: string;
-  subject: string;
-  destIP: string;
-  destName: string;
-  count: number;
-  node: string;
-  podName: string;
-  namespace: string;
-  result: string;
-  mode: string;
-  observedAt: number;
-}
+export type ObservationItem = Omit<Observation, 'podIP' | 'family'>;
 
 // ---- Cluster facts: shaped after the Kubernetes objects so an informer can copy fields across. ----
 
