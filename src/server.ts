@@ -1,13 +1,22 @@
 /**
- * One Reins replica: store, migrations, bootstrap admin, tier cache, HTTP server. `main.ts` runs it;
+ * One Reins replica: store, migrations, bootstrap admin, the caches the request path reads (tiers,
+ * policies, gateway rules, credentials), the audit writer, and the HTTP server. `main.ts` runs it;
  * tests start several on one database the same way.
  */
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
-import { REDACTED_LOG_PATHS, buildApp } from './http/app.js';
+import { ConfigError } from './config/config.js';
+import { CredentialCache } from './gateway/credential-cache.js';
+import { NO_GRANT_LOOKUP } from './gateway/grants.js';
+import { createPriceTable } from './gateway/metering/prices.js';
+import { GatewayRules } from './gateway/rules/gateway-rules.js';
+import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { bootstrapAdmin } from './identity/bootstrap.js';
 import { TierCache } from './identity/tier-cache.js';
+import { PolicySet } from './policy/policy-set.js';
+import { seedBuiltInPolicies } from './policy/store.js';
 import type { Db } from './store/db.js';
 import { migrate } from './store/migrate.js';
 import { openStore } from './store/open.js';
@@ -16,6 +25,7 @@ export interface Replica {
   app: FastifyInstance;
   db: Db;
   tiers: TierCache;
+  gateway: GatewayRuntime;
   /** Base URL once listening. */
   url: string;
   close(): Promise<void>;
@@ -33,32 +43,68 @@ export function defaultLogger(level: string): FastifyServerOptions['logger'] {
   return { level, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } };
 }
 
+function priceTable(config: Config) {
+  try {
+    return createPriceTable(config.prices);
+  } catch (err) {
+    throw new ConfigError('prices', (err as Error).message);
+  }
+}
+
 export async function startReplica(config: Config, options: StartOptions = {}): Promise<Replica> {
   const logger = options.logger ?? defaultLogger(config.logLevel);
+  const prices = priceTable(config);
   const ownsDb = !options.db;
   const db = options.db ?? (await openStore(config.store));
-  let tiers: TierCache | null = null;
+  const listen = options.listen ?? true;
+  // Started in order, stopped in reverse; whatever started before a failure is stopped again.
+  const stoppers: (() => Promise<void>)[] = [];
+  // Background errors (cache re-reads, audit writes) are held until the server's logger exists.
+  const early: Error[] = [];
+  let report = (err: Error): void => void early.push(err);
+  const onError = (err: Error): void => report(err);
   try {
     await migrate(db);
     if (config.bootstrapAdminToken) await bootstrapAdmin(db, config.bootstrapAdminToken);
-    tiers = new TierCache(db, { refreshSeconds: config.identity.tierRefreshSeconds, listen: options.listen ?? true });
+    await seedBuiltInPolicies(db);
+
+    const tiers = new TierCache(db, { refreshSeconds: config.identity.tierRefreshSeconds, listen });
     await tiers.start();
-    const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger });
+    stoppers.push(() => tiers.stop());
+    const refreshSeconds = config.gateway.rulesRefreshSeconds;
+    const policies = new PolicySet(db, { refreshSeconds, listen, onError });
+    await policies.start();
+    stoppers.push(() => policies.stop());
+    const rules = new GatewayRules(db, { refreshSeconds, listen, onError });
+    await rules.start();
+    stoppers.push(() => rules.stop());
+    const credentials = new CredentialCache(db, { listen });
+    await credentials.start();
+    stoppers.push(() => credentials.stop());
+    const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
+    stoppers.push(() => audit.close());
+
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: NO_GRANT_LOOKUP };
+    const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
+    // Errors of the background parts go to the server's log from now on.
+    report = (err) => app.log.error({ err }, 'background task failed');
+    for (const err of early.splice(0)) report(err);
     const address = await app.listen({ host: config.host, port: config.port });
-    const cache = tiers;
     return {
       app,
       db,
-      tiers: cache,
+      tiers,
+      gateway,
       url: address,
       async close() {
+        // The server first (no new calls; in-flight calls finish and queue their audit events), then the writer drains.
         await app.close();
-        await cache.stop();
+        for (const stop of stoppers.reverse()) await stop();
         if (ownsDb) await db.close();
       },
     };
   } catch (err) {
-    await tiers?.stop().catch(() => {});
+    for (const stop of stoppers.reverse()) await stop().catch(() => {});
     if (ownsDb) await db.close().catch(() => {});
     throw err;
   }

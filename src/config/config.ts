@@ -78,6 +78,32 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    // USD per million tokens by model glob ("gpt-4o*") or provider-qualified glob ("bedrock:*"); over the defaults.
+    prices: Type.Optional(
+      Type.Record(
+        Type.String({ minLength: 1, maxLength: 200 }),
+        Type.Object(
+          {
+            inputPerMTok: Type.Number({ minimum: 0 }),
+            outputPerMTok: Type.Number({ minimum: 0 }),
+            cacheReadPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+            cacheWritePerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    gateway: Type.Optional(
+      Type.Object(
+        {
+          // Gateway audit events held in memory before intake waits for the store (never dropped).
+          auditQueue: Type.Optional(Type.Integer({ minimum: 100, maximum: 1_000_000 })),
+          // How often every replica re-reads policies and budget/model-access rules, the safety net under NOTIFY.
+          rulesRefreshSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 300 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     http: Type.Optional(
       Type.Object(
         {
@@ -115,6 +141,8 @@ export interface Config {
   };
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
+  prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
+  gateway: { auditQueue: number; rulesRefreshSeconds: number };
   http: { bodyLimitBytes: number; trustProxy: boolean };
 }
 
@@ -233,6 +261,8 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     },
     identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },
     sessions: { ttlSeconds: f.sessions?.ttlSeconds ?? 12 * 3600 },
+    prices: f.prices ?? {},
+    gateway: { auditQueue: f.gateway?.auditQueue ?? 20_000, rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30 },
     http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
   };
   return config;

@@ -12,8 +12,18 @@ import type { Config } from '../config/config.js';
 import type { IdentityChange } from '../identity/identities.js';
 import { registerIdentityRoutes } from '../identity/routes.js';
 import type { TierCache } from '../identity/tier-cache.js';
+import type { AuditWriter } from '../audit/audit-writer.js';
+import type { CredentialCache } from '../gateway/credential-cache.js';
+import type { GrantLookup } from '../gateway/grants.js';
+import { LlmGovernance } from '../gateway/llm-governance.js';
+import { registerLlmGateway } from '../gateway/llm/routes.js';
+import type { PriceTable } from '../gateway/metering/prices.js';
+import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
+import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
+import type { PolicySet } from '../policy/policy-set.js';
+import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
-import { registerAuth } from './auth.js';
+import { registerAuth, TokenUseRecorder } from './auth.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerHttpMetrics } from './metrics.js';
 import { ErrorBody } from './schemas.js';
@@ -25,6 +35,17 @@ export interface AppDeps {
   tiers: TierCache;
   registry: Registry;
   logger: FastifyServerOptions['logger'];
+  gateway: GatewayRuntime;
+}
+
+/** What the data plane reads on every call, owned (started and stopped) by the replica. */
+export interface GatewayRuntime {
+  policies: PolicySet;
+  rules: GatewayRules;
+  credentials: CredentialCache;
+  audit: AuditWriter;
+  prices: PriceTable;
+  grants: GrantLookup;
 }
 
 /** Header values that must never reach a log line. */
@@ -73,12 +94,35 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerAuth(app, deps.db);
   registerHttpMetrics(app, deps.registry);
   registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
+  const gw = deps.gateway;
   registerIdentityRoutes(app, {
     db: deps.db,
-    onIdentityChange: (change: IdentityChange) => deps.tiers.apply(change),
+    onIdentityChange: (change: IdentityChange) => {
+      deps.tiers.apply(change);
+      gw.credentials.forgetIdentity(change.id);
+    },
+    onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
   });
   registerAuditRoutes(app, deps.db);
+  registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
+  registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
+  const uses = new TokenUseRecorder(deps.db);
+  registerLlmGateway(app, {
+    providers: deps.config.providers,
+    hooks: new LlmGovernance({
+      db: deps.db,
+      tiers: deps.tiers,
+      policies: gw.policies,
+      credentials: gw.credentials,
+      rules: gw.rules,
+      prices: gw.prices,
+      audit: gw.audit,
+      grants: gw.grants,
+      onTokenUse: (tokenId) => uses.touch(tokenId),
+      onError: (err, what) => app.log.error({ err }, `gateway: ${what} failed`),
+    }),
+  });
   await app.ready();
   return app;
 }

@@ -50,7 +50,7 @@ export function describeValidation(issues: readonly ValidationIssue[], context: 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError & { validation?: ValidationIssue[]; validationContext?: string }, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
-      return reply.status(statusOf(err.code)).send(errorBody(err.code, err.message));
+      return reply.status(statusOf(err.code)).send(errorBody(err.code, err.message, err.details));
     }
     if (err.validation) {
       return reply.status(400).send(errorBody('invalid_request', describeValidation(err.validation, err.validationContext)));

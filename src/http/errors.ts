@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'conflict'
   | 'already_exists'
   | 'already_revoked'
+  | 'invalid_policy'
+  | 'built_in_policy'
   | 'rate_limited'
   | 'internal_error'
   | 'unavailable';
@@ -37,6 +39,8 @@ const STATUS: Record<ErrorCode, number> = {
   conflict: 409,
   already_exists: 409,
   already_revoked: 409,
+  invalid_policy: 400,
+  built_in_policy: 409,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
@@ -46,17 +50,30 @@ export function statusOf(code: ErrorCode): number {
   return STATUS[code];
 }
 
+/** Extra members of the error object, e.g. where in a CEL expression the error is. */
+export interface ErrorDetails {
+  field?: string;
+  line?: number;
+  column?: number;
+}
+
 export class AppError extends Error {
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string) {
+  readonly details: ErrorDetails | undefined;
+  constructor(code: ErrorCode, message: string, details?: ErrorDetails) {
     super(message);
     this.name = 'AppError';
     this.code = code;
+    this.details = details;
   }
 }
 
-export function errorBody(code: ErrorCode | string, message: string): { error: { code: string; message: string } } {
-  return { error: { code, message } };
+export function errorBody(
+  code: ErrorCode | string,
+  message: string,
+  details?: ErrorDetails,
+): { error: { code: string; message: string } & ErrorDetails } {
+  return { error: { code, message, ...details } };
 }
 
 export const invalid = (message: string): AppError => new AppError('invalid_request', message);

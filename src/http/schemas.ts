@@ -2,7 +2,15 @@
 import { Type, type TSchema } from 'typebox';
 
 export const ErrorBody = Type.Object(
-  { error: Type.Object({ code: Type.String(), message: Type.String() }) },
+  {
+    error: Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      field: Type.Optional(Type.String({ description: 'The offending field, when the error is about one' })),
+      line: Type.Optional(Type.Integer({ description: 'For a CEL expression: 1-based line of the error' })),
+      column: Type.Optional(Type.Integer({ description: 'For a CEL expression: 1-based column of the error' })),
+    }),
+  },
   { $id: 'ErrorBody', description: 'Every 4xx/5xx answer of the control plane' },
 );
 

@@ -50,6 +50,8 @@ export interface IdentityRouteDeps {
   db: Db;
   /** Applies a change this replica made to its own caches at once. */
   onIdentityChange: (change: IdentityChange) => void;
+  /** A token this replica revoked: its caches drop it before the answer (other replicas hear NOTIFY). */
+  onTokenRevoked?: (tokenId: string) => void;
   sessionTtlSeconds: number;
 }
 
@@ -209,7 +211,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
       response: responses({ 200: TokenInfo }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => revokeToken(db, actorOf(request), (request.params as { id: string }).id),
+    handler: async (request) => {
+      const revoked = await revokeToken(db, actorOf(request), (request.params as { id: string }).id);
+      deps.onTokenRevoked?.(revoked.id);
+      return revoked;
+    },
   });
 
   app.post('/api/v1/runtime/sensor-tokens', {

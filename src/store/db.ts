@@ -45,4 +45,8 @@ export async function notify(q: Queryable, channel: string, payload: unknown): P
 export const Channels = {
   identity: 'reins_identity',
   token: 'reins_token',
+  /** The policy set changed: reload and recompile. */
+  policy: 'reins_policy',
+  /** Budget rules or model-access rules changed. */
+  gatewayRules: 'reins_gateway_rules',
 } as const;

@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
+import { refusalMessage } from '../../src/gateway/llm/refusal.js';
 import { registerLlmGateway } from '../../src/gateway/llm/routes.js';
 import type { CallResult, GatewayCaller, GatewayDecision, LlmCall } from '../../src/gateway/llm/types.js';
 import { startFakeProviders, type FakeProviders } from './fake-providers.js';
@@ -36,7 +37,9 @@ export async function startGateway(options: { withoutProviders?: boolean; upstre
       authenticate: async ({ secret }): Promise<GatewayCaller | null> => (secret === CLIENT_TOKEN ? { tokenId: 'tok_test', identityId: 'agent-test' } : null),
       decide: async (call): Promise<GatewayDecision> => {
         decided.push(call);
-        return call.model === 'forbidden-model' ? { outcome: 'deny', ...DENY_POLICY } : { outcome: 'allow' };
+        return call.model === 'forbidden-model'
+          ? { outcome: 'deny', reason: 'policy', message: refusalMessage(DENY_POLICY.policyName, DENY_POLICY.message) }
+          : { outcome: 'allow' };
       },
       completed: (call, result) => {
         completed.push({ call, result });

@@ -7,6 +7,8 @@ import type { ProviderName } from './types.js';
 /** Why the gateway answers instead of the provider. */
 export type GatewayErrorKind =
   | 'policy_denied'
+  | 'model_not_allowed'
+  | 'budget_exceeded'
   | 'unauthenticated'
   | 'unknown_route'
   | 'provider_not_configured'
@@ -23,6 +25,9 @@ export interface GatewayAnswer {
 
 const STATUS: Record<GatewayErrorKind, number> = {
   policy_denied: 403,
+  model_not_allowed: 403,
+  // Providers answer an exhausted quota with 429; x-should-retry: false keeps the SDK from retrying it.
+  budget_exceeded: 429,
   unauthenticated: 401,
   unknown_route: 404,
   provider_not_configured: 503,
@@ -39,6 +44,8 @@ const STATUS: Record<GatewayErrorKind, number> = {
  */
 const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   policy_denied: false,
+  model_not_allowed: false,
+  budget_exceeded: false,
   unauthenticated: false,
   unknown_route: false,
   provider_not_configured: false,
@@ -50,6 +57,8 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
 
 const OPENAI_TYPE: Record<GatewayErrorKind, string> = {
   policy_denied: 'permission_error',
+  model_not_allowed: 'permission_error',
+  budget_exceeded: 'insufficient_quota',
   unauthenticated: 'invalid_request_error',
   unknown_route: 'invalid_request_error',
   provider_not_configured: 'server_error',
@@ -61,6 +70,8 @@ const OPENAI_TYPE: Record<GatewayErrorKind, string> = {
 
 const OPENAI_CODE: Record<GatewayErrorKind, string> = {
   policy_denied: 'policy_denied',
+  model_not_allowed: 'model_not_allowed',
+  budget_exceeded: 'budget_exceeded',
   unauthenticated: 'invalid_api_key',
   unknown_route: 'unknown_url',
   provider_not_configured: 'provider_not_configured',
@@ -72,6 +83,8 @@ const OPENAI_CODE: Record<GatewayErrorKind, string> = {
 
 const ANTHROPIC_TYPE: Record<GatewayErrorKind, string> = {
   policy_denied: 'permission_error',
+  model_not_allowed: 'permission_error',
+  budget_exceeded: 'rate_limit_error',
   unauthenticated: 'authentication_error',
   unknown_route: 'not_found_error',
   provider_not_configured: 'api_error',
@@ -84,6 +97,8 @@ const ANTHROPIC_TYPE: Record<GatewayErrorKind, string> = {
 /** The AWS SDK builds its exception class from `x-amzn-errortype`. */
 const BEDROCK_TYPE: Record<GatewayErrorKind, string> = {
   policy_denied: 'AccessDeniedException',
+  model_not_allowed: 'AccessDeniedException',
+  budget_exceeded: 'ServiceQuotaExceededException',
   unauthenticated: 'UnrecognizedClientException',
   unknown_route: 'UnknownOperationException',
   provider_not_configured: 'ServiceUnavailableException',
@@ -93,7 +108,7 @@ const BEDROCK_TYPE: Record<GatewayErrorKind, string> = {
   internal_error: 'InternalServerException',
 };
 
-export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, message: string, status = STATUS[kind]): GatewayAnswer {
+export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, message: string, status = statusFor(provider, kind)): GatewayAnswer {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (!RETRYABLE[kind]) headers['x-should-retry'] = 'false';
   switch (provider) {
@@ -105,6 +120,13 @@ export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, me
       headers['x-amzn-errortype'] = BEDROCK_TYPE[kind];
       return { status, headers, body: JSON.stringify({ message }) };
   }
+}
+
+function statusFor(provider: ProviderName, kind: GatewayErrorKind): number {
+  // The AWS SDK retries every 429 as throttling and ignores x-should-retry; Bedrock itself answers an
+  // exhausted quota with ServiceQuotaExceededException, a 400.
+  if (provider === 'bedrock' && kind === 'budget_exceeded') return 400;
+  return STATUS[kind];
 }
 
 /** The sentence a person sees in their tool: which policy refused, and the policy's own words. */

@@ -11,8 +11,8 @@ import { pipeline } from 'node:stream';
 import type { Access } from '../../http/access.js';
 import { MeteredStream, Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
-import { gatewayAnswer, refusalMessage, type GatewayAnswer } from './refusal.js';
-import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, ProviderName } from './types.js';
+import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
+import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, ProviderName, RefusalReason } from './types.js';
 import { meterFor, type UsageMeter } from './usage.js';
 
 export type * from './types.js';
@@ -23,6 +23,14 @@ export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 // The gateway authenticates with the provider-key header itself, so the control plane's auth hook lets it pass.
 const GATEWAY_ACCESS: Access = 'gateway';
+
+const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
+  policy: 'policy_denied',
+  approval_required: 'policy_denied',
+  model_access: 'model_not_allowed',
+  budget: 'budget_exceeded',
+  bad_request: 'bad_request',
+};
 
 const NO_METER: UsageMeter = { push: () => undefined, finish: () => undefined };
 
@@ -123,7 +131,15 @@ async function handleCall<C>(provider: ProviderName, request: FastifyRequest, re
 
   const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined;
   const body = parseJson(rawBody, request.headers['content-type']);
-  const call: LlmCall<C> = { caller, provider, route, body, ...callFacts(provider, endpoint, body) };
+  const call: LlmCall<C> = {
+    caller,
+    provider,
+    route,
+    body,
+    bodyBytes: rawBody?.length ?? 0,
+    metered: endpoint.metered,
+    ...callFacts(provider, endpoint, body),
+  };
 
   let reported = false;
   const complete = (result: Omit<CallResult, 'durationMs'>): void => {
@@ -138,7 +154,7 @@ async function handleCall<C>(provider: ProviderName, request: FastifyRequest, re
 
   const decision = await deps.hooks.decide(call);
   if (decision.outcome === 'deny') {
-    const refusal = gatewayAnswer(provider, 'policy_denied', refusalMessage(decision.policyName, decision.message), decision.status);
+    const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
     complete({ status: refusal.status, end: 'refused' });
     return answer(reply, refusal);
   }

@@ -32,11 +32,19 @@ export interface LlmCall<C = GatewayCaller> {
   maxTokens: number | null;
   /** The request body parsed as JSON, or null when there is none or it is not JSON. */
   body: unknown;
+  /** Size of the raw request body, for the pre-call cost estimate. */
+  bodyBytes: number;
+  /** Whether the endpoint generates (and so consumes tokens): false for token counting and model listings. */
+  metered: boolean;
 }
+
+/** Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header. */
+export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request';
 
 export type GatewayDecision =
   | { outcome: 'allow' }
-  | { outcome: 'deny'; policyName: string; message: string; status?: number };
+  /** `message` is the whole sentence the person sees: which policy or rule, its message, what they can do. */
+  | { outcome: 'deny'; reason: RefusalReason; message: string; status?: number };
 
 export interface TokenUsage {
   inputTokens: number;

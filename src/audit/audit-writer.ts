@@ -1,0 +1,138 @@
+/**
+ * Writes gateway audit events off the request path, in batches, without ever dropping one.
+ *
+ * `enqueue` adds an event to an in-memory queue and returns at once while the queue has room. A flush
+ * (every `flushMs`, or as soon as `batchSize` events wait) writes up to `batchSize` events in one
+ * multi-row INSERT. A failed write keeps the events at the head of the queue and retries with backoff.
+ * When the queue is full, `enqueue` returns a promise that settles once there is room again: the caller
+ * (the gateway, before it admits a call) waits, which slows intake instead of losing events.
+ * `close` writes everything still queued.
+ */
+import { actorId } from '../identity/actor.js';
+import type { Queryable } from '../store/db.js';
+import type { AuditInput } from './audit.js';
+
+export interface AuditWriterOptions {
+  batchSize?: number;
+  flushMs?: number;
+  /** Events held in memory before intake waits. */
+  maxQueue?: number;
+  onError?: (err: Error) => void;
+}
+
+export class AuditWriter {
+  private queue: AuditInput[] = [];
+  private waiters: (() => void)[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private failures = 0;
+  private closed = false;
+  private readonly batchSize: number;
+  private readonly flushMs: number;
+  private readonly maxQueue: number;
+  /** Events written since start; for metrics and tests. */
+  written = 0;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly options: AuditWriterOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.flushMs = options.flushMs ?? 25;
+    this.maxQueue = options.maxQueue ?? 20_000;
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves at once while the queue has room; otherwise when it has drained below the limit. */
+  ready(): Promise<void> | undefined {
+    if (this.queue.length < this.maxQueue) return undefined;
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Queues one event. Never drops it: past the limit the event is still queued and the returned promise waits for room. */
+  enqueue(event: AuditInput): Promise<void> | undefined {
+    if (event.host && event.type !== 'egress') throw new Error('only egress audit events carry a host');
+    this.queue.push(event);
+    this.schedule();
+    return this.ready();
+  }
+
+  /** Writes everything queued now; resolves when the queue is empty or, with the store failing, at the deadline. */
+  async drain(deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
+    const until = Date.now() + deadlineMs;
+    while ((this.queue.length > 0 || this.flushing) && Date.now() < until) {
+      await (this.flushing ?? this.flush());
+    }
+  }
+
+  /** Stops the timer and writes what is queued, giving a failing store `deadlineMs` before giving up (and saying so). */
+  async close(deadlineMs = 10_000): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.drain(deadlineMs);
+    if (this.queue.length > 0) {
+      this.options.onError?.(new Error(`${this.queue.length} audit events could not be written before shutdown: the store is unreachable`));
+    }
+    this.release();
+  }
+
+  private schedule(): void {
+    if (this.flushing) return;
+    if (this.queue.length >= this.batchSize) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      void this.flush();
+      return;
+    }
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        void this.flush();
+      }, this.flushMs);
+    }
+  }
+
+  private flush(): Promise<void> {
+    this.flushing ??= this.writeBatch().finally(() => {
+      this.flushing = null;
+      if (this.queue.length > 0 && !this.closed) this.schedule();
+    });
+    return this.flushing;
+  }
+
+  private async writeBatch(): Promise<void> {
+    const batch = this.queue.slice(0, this.batchSize);
+    if (batch.length === 0) return;
+    const params: unknown[] = [];
+    const rows: string[] = [];
+    for (const e of batch) {
+      const n = params.length;
+      rows.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7}, $${n + 8})`);
+      params.push(e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, JSON.stringify(e.data ?? {}));
+    }
+    try {
+      await this.db.query(
+        `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data) VALUES ${rows.join(', ')}`,
+        params,
+      );
+    } catch (err) {
+      this.failures++;
+      this.options.onError?.(err as Error);
+      // Keep the batch; back off up to 5 s. Intake waits once the queue is full.
+      await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(this.failures, 7))));
+      return;
+    }
+    this.failures = 0;
+    this.queue.splice(0, batch.length);
+    this.written += batch.length;
+    this.release();
+  }
+
+  private release(): void {
+    while (this.waiters.length > 0 && (this.queue.length < this.maxQueue || this.closed)) this.waiters.shift()!();
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * What Reins does around every LLM call: the hooks the forwarding layer (llm/routes.ts) calls.
+ *
+ *   authenticate  the Reins credential (cached, revocation announced) -> the caller: developer, session, agent
+ *   decide        policy object (tier from the tier cache) -> policies -> model access -> budget reservation
+ *   completed     actual cost -> budget counters; one audit event, queued for the batched writer
+ *
+ * Nothing here queries the store on the common path except the budget reservation, and that only when a
+ * budget rule binds the call.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AuditInput } from '../audit/audit.js';
+import type { AuditWriter } from '../audit/audit-writer.js';
+import type { Actor } from '../identity/actor.js';
+import { parseIdentityId } from '../identity/ids.js';
+import type { TierCache } from '../identity/tier-cache.js';
+import type { Decision } from '../policy/decision.js';
+import { evaluate, preparePolicyObject } from '../policy/engine.js';
+import { createPolicyObject, type AutonomyTier, type DeveloperRole } from '../policy/policy-object.js';
+import type { PolicySet } from '../policy/policy-set.js';
+import type { Db } from '../store/db.js';
+import type { CredentialCache } from './credential-cache.js';
+import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
+import { refusalMessage } from './llm/refusal.js';
+import type { CallResult, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
+import { enforcedRules, periodKey } from './metering/budget-rules.js';
+import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
+import { reserveBudget, settleBudget, type Reservation } from './rules/budget-store.js';
+import type { GatewayRules } from './rules/gateway-rules.js';
+import { scopeCoversIdentity } from './rules/scope.js';
+
+export const SESSION_HEADER = 'x-reins-session';
+export const AGENT_HEADER = 'x-reins-agent';
+const SESSION_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** Who is calling, from the credential and the Reins headers; the tier is read at decision time. */
+export interface GovernedCaller {
+  tokenId: string;
+  /** The credential's identity: the developer of a personal access token, the agent of an agent key. */
+  identityId: string;
+  developer: { id: string; role: DeveloperRole } | null;
+  /** The agent identity; '' when a developer's own tool is the agent. */
+  agentId: string;
+  /** '' for agent keys: they have no session. */
+  sessionId: string;
+  /** A bad Reins header: refused in decide, in the client's protocol. */
+  problem: string | null;
+}
+
+/** What decide learned, kept for the audit event and the budget settlement. */
+interface CallContext {
+  at: Date;
+  tier: AutonomyTier;
+  explicitTier: boolean;
+  decision: Decision | null;
+  refusal: { reason: string; message: string } | null;
+  price: ModelPrice | null;
+  reservations: Reservation[];
+  exempted: string[];
+}
+
+export interface LlmGovernanceDeps {
+  db: Db;
+  tiers: TierCache;
+  policies: PolicySet;
+  credentials: CredentialCache;
+  rules: GatewayRules;
+  prices: PriceTable;
+  audit: AuditWriter;
+  grants: GrantLookup;
+  onTokenUse?: (tokenId: string) => void;
+  onError?: (err: Error, what: string) => void;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function utcDay(d: Date): string {
+  return d.toISOString().slice(0, 10);
+}
+
+/** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix. */
+export function policyRoute(provider: string, route: string): string {
+  const path = route.split('?')[0] ?? route;
+  if (provider === 'bedrock') return /^\/model\/[^/]+\/([a-z-]+)$/.exec(path)?.[1] ?? path.replace(/^\//, '');
+  return path.replace(/^\/v1\//, '').replace(/^\//, '');
+}
+
+export class LlmGovernance implements GatewayHooks<GovernedCaller> {
+  private readonly contexts = new WeakMap<LlmCall<GovernedCaller>, CallContext>();
+
+  constructor(private readonly deps: LlmGovernanceDeps) {}
+
+  async authenticate(credential: GatewayCredential): Promise<GovernedCaller | null> {
+    const c = await this.deps.credentials.authenticate(credential.secret);
+    if (!c) return null;
+    this.deps.onTokenUse?.(c.tokenId);
+    if (c.kind === 'agent') {
+      return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', problem: null };
+    }
+    const now = new Date();
+    const sentSession = header(credential.headers, SESSION_HEADER);
+    const sentAgent = header(credential.headers, AGENT_HEADER);
+    let problem: string | null = null;
+    if (sentSession !== undefined && !SESSION_ID.test(sentSession)) {
+      problem = `the X-Reins-Session header must be 1 to 200 visible ASCII characters`;
+    }
+    let agentId = '';
+    if (sentAgent !== undefined && sentAgent !== '') {
+      if (parseIdentityId(sentAgent) === null || this.deps.tiers.resolve(sentAgent) === null) {
+        problem ??= `X-Reins-Agent names ${JSON.stringify(sentAgent.slice(0, 100))}, which is not an agent identity in Reins; send the id of an existing agent (<namespace>/<name>) or leave the header out`;
+      } else {
+        agentId = sentAgent;
+      }
+    }
+    return {
+      tokenId: c.tokenId,
+      identityId: c.identityId,
+      developer: { id: c.identityId, role: c.role ?? 'developer' },
+      agentId,
+      // One session per token and (UTC) day when the tool does not name its own.
+      sessionId: sentSession !== undefined && problem === null ? sentSession : `${c.tokenId}:${utcDay(now)}`,
+      problem,
+    };
+  }
+
+  async decide(call: LlmCall<GovernedCaller>): Promise<GatewayDecision> {
+    // A full audit queue slows intake down instead of losing events.
+    await this.deps.audit.ready();
+    const caller = call.caller;
+    const at = new Date();
+    const resolved = caller.agentId === '' ? null : this.deps.tiers.resolve(caller.agentId);
+    const ctx: CallContext = {
+      at,
+      tier: resolved?.autonomyTier ?? 'T2',
+      explicitTier: resolved?.explicit ?? false,
+      decision: null,
+      refusal: null,
+      price: null,
+      reservations: [],
+      exempted: [],
+    };
+    this.contexts.set(call, ctx);
+    const refuse = (reason: Exclude<GatewayDecision, { outcome: 'allow' }>['reason'], message: string): GatewayDecision => {
+      ctx.refusal = { reason, message };
+      return { outcome: 'deny', reason, message };
+    };
+
+    if (caller.problem) return refuse('bad_request', `Reins refused this request: ${caller.problem}.`);
+
+    const grants: CallerGrants = caller.developer ? await this.deps.grants.forDeveloper(caller.developer.id, at) : NO_GRANTS;
+    const agent = caller.agentId === '' ? null : parseIdentityId(caller.agentId);
+    const developer = caller.developer ? parseIdentityId(caller.developer.id) : null;
+    const object = createPolicyObject({
+      request: { type: 'llm' },
+      agent: { id: caller.agentId, namespace: agent?.namespace ?? '', name: agent?.name ?? '', autonomyTier: ctx.tier },
+      developer: caller.developer
+        ? { id: caller.developer.id, namespace: developer?.namespace ?? '', name: developer?.name ?? '', role: caller.developer.role }
+        : {},
+      session: { id: caller.sessionId },
+      llm: {
+        provider: call.provider,
+        route: policyRoute(call.provider, call.route),
+        model: call.model ?? '',
+        stream: call.stream,
+        maxTokens: call.maxTokens ?? 0,
+      },
+    });
+    const decision = evaluate(this.deps.policies.policies, preparePolicyObject(object), { exemptPolicies: grants.exemptPolicies });
+    ctx.decision = decision;
+    if (grants.exemptPolicies.size > 0) ctx.exempted = [...grants.exemptPolicies];
+
+    if (decision.outcome === 'deny') {
+      const p = decision.decidingPolicy!;
+      return refuse('policy', refusalMessage(p.name, p.message));
+    }
+
+    const rules = this.deps.rules.value;
+    if (call.model !== null) {
+      const covering = rules.modelAccess.filter((r) => scopeCoversIdentity(r.scope, caller.identityId));
+      if (covering.length > 0) {
+        const allowed = covering.some((r) => r.models.some((glob) => globMatches(glob, call.model!))) || grants.extraModels.some((glob) => globMatches(glob, call.model!));
+        if (!allowed) {
+          return refuse(
+            'model_access',
+            `Reins refused this request: ${caller.identityId} may not use model ${call.model} (allowed: ${[...new Set(covering.flatMap((r) => r.models))].join(', ')}). ` +
+              `Use an allowed model, or ask for access: request type model_access in Reins (console Security > Approvals, ` +
+              `POST /api/v1/access-requests, or the request tool of the reins MCP server).`,
+          );
+        }
+      }
+    }
+
+    // Held calls come with the human-review workflow; until then an approve outcome stops the call and says why.
+    if (decision.outcome === 'approve' && call.metered) {
+      const p = decision.decidingPolicy!;
+      return refuse(
+        'approval_required',
+        `Reins policy "${p.name}" requires a person to approve this request, and this Reins does not yet park LLM calls for approval: ${p.message}`,
+      );
+    }
+
+    if (call.metered && call.model !== null) {
+      ctx.price = priceOf(this.deps.prices, call.provider, call.model);
+      const binding = enforcedRules(rules.budgetRules, { identityId: caller.identityId, model: call.model });
+      if (binding.length > 0) {
+        const estimate = ctx.price ? estimateCost(ctx.price, { inputBytes: call.bodyBytes, maxTokens: call.maxTokens }) : 0;
+        for (const rule of binding) {
+          // Agent keys have no session, so session budgets bind only calls made with a personal access token.
+          if (rule.period === 'session' && caller.sessionId === '') continue;
+          const topUp = grants.budgetTopUps.filter((t) => t.ruleId === null || t.ruleId === rule.id).reduce((sum, t) => sum + t.amountUsd, 0);
+          ctx.reservations.push({
+            ruleId: rule.id,
+            identityId: caller.identityId,
+            periodKey: periodKey(rule.period, { sessionId: caller.sessionId, at }),
+            limitUsd: rule.limitUsd + topUp,
+            amountUsd: estimate,
+          });
+        }
+        if (ctx.reservations.length > 0) {
+          const reserved = await reserveBudget(this.deps.db, ctx.reservations);
+          if (!reserved.ok) {
+            ctx.reservations = [];
+            const rule = binding.find((r) => r.id === reserved.ruleId)!;
+            return refuse(
+              'budget',
+              `Reins refused this request: budget "${rule.name}" (${rule.period}, $${reserved.limitUsd.toFixed(2)} for ${rule.pattern}) is used up ` +
+                `($${reserved.spentUsd.toFixed(2)} spent${reserved.reservedUsd > 0 ? `, $${reserved.reservedUsd.toFixed(2)} reserved by calls in flight` : ''}). ` +
+                `To continue, ask for a budget top-up: request type budget_topup in Reins (console Security > Approvals, ` +
+                `POST /api/v1/access-requests, or the request tool of the reins MCP server).`,
+            );
+          }
+        }
+      }
+    }
+    return { outcome: 'allow' };
+  }
+
+  completed(call: LlmCall<GovernedCaller>, result: CallResult): void {
+    const ctx = this.contexts.get(call);
+    const caller = call.caller;
+    const cost = ctx?.price && result.usage ? costOf(ctx.price, result.usage) : null;
+    if (ctx && ctx.reservations.length > 0) {
+      settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
+    }
+    const actor: Actor = caller.developer
+      ? { kind: 'developer', identityId: caller.developer.id, role: caller.developer.role, via: 'token', tokenId: caller.tokenId }
+      : { kind: 'agent', identityId: caller.identityId, tokenId: caller.tokenId };
+    const decision = ctx?.decision;
+    const event: AuditInput = {
+      type: 'llm',
+      action: 'llm.request',
+      actor,
+      outcome: result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 ? 'error' : 'ok',
+      subject: caller.agentId !== '' ? caller.agentId : caller.identityId,
+      data: {
+        provider: call.provider,
+        route: policyRoute(call.provider, call.route),
+        model: call.model,
+        stream: call.stream,
+        maxTokens: call.maxTokens,
+        agent: { id: caller.agentId, tier: ctx?.tier ?? 'T2', explicitTier: ctx?.explicitTier ?? false },
+        developer: caller.developer?.id ?? null,
+        session: caller.sessionId === '' ? null : caller.sessionId,
+        tokenId: caller.tokenId,
+        decision: decision?.outcome ?? (ctx?.refusal ? 'deny' : 'allow'),
+        policy: decision?.decidingPolicy?.name ?? null,
+        matched: decision?.matched.map((m) => m.name) ?? [],
+        flagged: decision?.audit ?? false,
+        ...(decision && decision.errors.length > 0 ? { policyErrors: decision.errors } : {}),
+        ...(ctx?.exempted.length ? { exemptedBy: 'grant', exempted: ctx.exempted } : {}),
+        ...(ctx?.refusal ? { refusal: ctx.refusal } : {}),
+        status: result.status,
+        end: result.end,
+        durationMs: Math.round(result.durationMs * 1000) / 1000,
+        usage: result.usage ?? null,
+        costUsd: cost,
+        ...(call.metered && call.model !== null && ctx?.price === null ? { unpriced: true } : {}),
+        ...(ctx && ctx.reservations.length > 0 ? { budgetRules: ctx.reservations.map((r) => r.ruleId) } : {}),
+      },
+    };
+    try {
+      void this.deps.audit.enqueue(event);
+    } catch (err) {
+      this.deps.onError?.(err as Error, 'audit enqueue');
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The compiled policy set every replica evaluates calls against. Compiled when read, re-read whole on
+ * NOTIFY (reins_policy) and periodically, so a change made on one replica is evaluated on all of them
+ * within milliseconds. Policy sets are small (tens of policies), so reading them whole is cheaper than
+ * tracking deltas.
+ */
+import type { Db, Queryable } from '../store/db.js';
+import { Channels } from '../store/db.js';
+import { Snapshot } from '../store/snapshot.js';
+import { compilePolicy, type CompiledPolicy } from './compile-policy.js';
+import { listPolicies } from './store.js';
+
+export interface PolicySetOptions {
+  refreshSeconds: number;
+  listen?: boolean;
+  onError?: (err: Error) => void;
+}
+
+export class PolicySet {
+  private readonly snapshot: Snapshot<readonly CompiledPolicy[]>;
+
+  constructor(db: Db, options: PolicySetOptions) {
+    const onError = options.onError ?? (() => undefined);
+    this.snapshot = new Snapshot(db, {
+      channel: Channels.policy,
+      refreshSeconds: options.refreshSeconds,
+      ...(options.listen === undefined ? {} : { listen: options.listen }),
+      onError,
+      load: (q: Queryable) => loadCompiled(q, onError),
+    });
+  }
+
+  start(): Promise<void> {
+    return this.snapshot.start();
+  }
+
+  stop(): Promise<void> {
+    return this.snapshot.stop();
+  }
+
+  /** The compiled policies in evaluation order. */
+  get policies(): readonly CompiledPolicy[] {
+    return this.snapshot.value;
+  }
+
+  /** Re-reads now (this replica's own change applies before its answer). */
+  reload(): Promise<void> {
+    return this.snapshot.reload();
+  }
+}
+
+async function loadCompiled(q: Queryable, onError: (err: Error) => void): Promise<readonly CompiledPolicy[]> {
+  const out: CompiledPolicy[] = [];
+  for (const policy of await listPolicies(q)) {
+    const result = compilePolicy(policy);
+    if (result.ok) out.push(result.compiled);
+    // Every stored policy compiled when it was saved; failing now means the engine changed under it.
+    else onError(new Error(`policy ${policy.name} no longer compiles (${result.errors.map((e) => e.message).join('; ')}); it is skipped`));
+  }
+  return Object.freeze(out);
+}

@@ -1,0 +1,223 @@
+/** Policy routes (API.md "Policies"): CRUD over the policy set and the dry run. */
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { ADMIN, READERS } from '../http/access.js';
+import { actorOf } from '../http/auth.js';
+import { AppError, invalid } from '../http/errors.js';
+import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import type { Db } from '../store/db.js';
+import { compilePolicy, POLICY_KINDS, type CompiledPolicy, type Policy, type PolicyInput } from './compile-policy.js';
+import { dryRunEvaluate } from './dry-run.js';
+import type { PolicySet } from './policy-set.js';
+import { REQUEST_TYPES } from './policy-object.js';
+import { createPolicy, deletePolicy, getPolicy, listPolicies, replacePolicy } from './store.js';
+
+const Kind = Type.Union(POLICY_KINDS.map((k) => Type.Literal(k)));
+const RequestType = Type.Union(REQUEST_TYPES.map((t) => Type.Literal(t)));
+
+const PolicySchema = Type.Object({
+  name: Type.String(),
+  kind: Kind,
+  appliesTo: Type.Array(RequestType),
+  match: Type.String({ description: 'CEL expression over `object`; the policy matches when it is true' }),
+  message: Type.String({ description: 'Shown to the person whose call is denied, held or flagged' }),
+  approvalWindowSeconds: Type.Optional(Type.Integer({ description: 'Approve policies: overrides the Human Review window' })),
+  enabled: Type.Boolean(),
+  builtIn: Type.Boolean({ description: 'Shipped with Reins: can be edited and disabled, not deleted' }),
+});
+
+// Types are checked here for the OpenAPI description; compilePolicy checks values (name pattern, CEL, lengths).
+const PolicyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'Required on POST; on PUT, if given, must equal the path name' })),
+    kind: Kind,
+    appliesTo: Type.Array(RequestType, { minItems: 1 }),
+    match: Type.String(),
+    message: Type.String(),
+    approvalWindowSeconds: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    enabled: Type.Optional(Type.Boolean({ default: undefined, description: 'Default true' })),
+    builtIn: Type.Optional(Type.Boolean({ description: 'Read-only: accepted only with its current value' })),
+  },
+  { additionalProperties: false },
+);
+type PolicyBodyT = {
+  name?: string;
+  kind: string;
+  appliesTo: string[];
+  match: string;
+  message: string;
+  approvalWindowSeconds?: number | null;
+  enabled?: boolean;
+  builtIn?: boolean;
+};
+
+const NameParams = Type.Object({ name: Type.String({ maxLength: 63 }) });
+
+const MatchedPolicy = Type.Object({ name: Type.String(), kind: Kind });
+const DecisionSchema = Type.Object({
+  outcome: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('approve')]),
+  decidingPolicy: Type.Optional(
+    Type.Object({ name: Type.String(), kind: Kind, message: Type.String(), approvalWindowSeconds: Type.Optional(Type.Integer()) }),
+  ),
+  matched: Type.Array(MatchedPolicy, { description: 'Every policy that matched, audit policies included' }),
+  audit: Type.Boolean({ description: 'An audit policy matched: the event is flagged for review' }),
+  errors: Type.Array(
+    Type.Object({ policy: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()), column: Type.Optional(Type.Integer()) }),
+  ),
+});
+
+/** Turns compile errors into the 400 API.md asks for: the first error, its field, and for CEL its position. */
+function compileOrThrow(input: PolicyInput): CompiledPolicy {
+  const result = compilePolicy(input);
+  if (result.ok) return result.compiled;
+  const first = result.errors[0]!;
+  if (first.field === 'match') {
+    throw new AppError('invalid_policy', `match: line ${first.line}, column ${first.column}: ${first.message}`, {
+      field: 'match',
+      line: first.line,
+      column: first.column,
+    });
+  }
+  throw new AppError('invalid_policy', `${first.field}: ${first.message}`, { field: first.field });
+}
+
+export interface PolicyRouteDeps {
+  db: Db;
+  policies: PolicySet;
+}
+
+export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps): void {
+  const { db, policies } = deps;
+
+  app.get('/api/v1/policies', {
+    config: { access: READERS },
+    schema: {
+      tags: ['policies'],
+      summary: 'List policies in evaluation order, built-ins included',
+      response: responses({ 200: Type.Object({ items: Type.Array(PolicySchema) }) }, ...AUTH_ERRORS),
+    },
+    handler: async () => ({ items: await listPolicies(db) }),
+  });
+
+  app.post('/api/v1/policies', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['policies'],
+      summary: 'Create a policy',
+      description: 'The CEL `match` is compiled now: an expression that does not compile is refused with 400 naming its line and column.',
+      body: PolicyBody,
+      response: responses({ 201: PolicySchema }, ...AUTH_ERRORS, 409),
+    },
+    handler: async (request, reply) => {
+      const body = request.body as PolicyBodyT;
+      if (body.builtIn === true) throw invalid('builtIn: only the policies that ship with Reins are built in');
+      if (body.name === undefined) throw invalid('body.name: is required');
+      const compiled = compileOrThrow({ ...body, name: body.name, builtIn: false });
+      const created = await createPolicy(db, actorOf(request), compiled.policy);
+      await policies.reload();
+      return reply.status(201).send(created);
+    },
+  });
+
+  app.post('/api/v1/policies/evaluate', {
+    config: { access: READERS },
+    schema: {
+      tags: ['policies'],
+      summary: 'Dry run: which policies match a sample request object, and the decision',
+      description:
+        'Evaluates the current policy set (with `policy`, a draft, added or replacing the policy of the same name) against ' +
+        '`object`, a partial policy object; missing fields take their zero values and a missing tier takes T2. Nothing is stored.',
+      body: Type.Object(
+        {
+          object: Type.Record(Type.String(), Type.Unknown(), { description: 'A sample policy object, e.g. {"request":{"type":"llm"},"agent":{"autonomyTier":"T1"},"llm":{"model":"claude-opus-4-1"}}' }),
+          policy: Type.Optional(PolicyBody),
+          exemptPolicies: Type.Optional(Type.Array(Type.String(), { description: 'Policies to skip, as an exception grant would' })),
+        },
+        { additionalProperties: false },
+      ),
+      response: responses(
+        {
+          200: Type.Object({
+            decision: DecisionSchema,
+            policies: Type.Array(
+              Type.Object({
+                name: Type.String(),
+                kind: Kind,
+                result: Type.Union(['matched', 'not_matched', 'failed', 'disabled', 'not_applicable', 'exempt'].map((r) => Type.Literal(r))),
+                error: Type.Optional(Type.Object({ policy: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()), column: Type.Optional(Type.Integer()) })),
+              }),
+            ),
+            object: Type.Record(Type.String(), Type.Unknown(), { description: 'The completed object the policies saw' }),
+            warnings: Type.Array(Type.String()),
+          }),
+        },
+        ...AUTH_ERRORS,
+      ),
+    },
+    handler: async (request) => {
+      const body = request.body as { object: unknown; policy?: PolicyBodyT; exemptPolicies?: string[] };
+      let set = policies.policies;
+      if (body.policy) {
+        if (body.policy.name === undefined) throw invalid('body.policy.name: is required');
+        const draft = compileOrThrow({ ...body.policy, name: body.policy.name, builtIn: set.find((p) => p.policy.name === body.policy!.name)?.policy.builtIn ?? false });
+        const at = set.findIndex((p) => p.policy.name === draft.policy.name);
+        set = at < 0 ? [...set, draft] : set.map((p, i) => (i === at ? draft : p));
+      }
+      const run = dryRunEvaluate(set, body.object, body.exemptPolicies ? { exemptPolicies: new Set(body.exemptPolicies) } : undefined);
+      if (!run.ok) {
+        const first = run.errors[0]!;
+        throw new AppError('invalid_request', `${first.field}: ${first.message}`, { field: first.field });
+      }
+      return run.result;
+    },
+  });
+
+  app.get('/api/v1/policies/:name', {
+    config: { access: READERS },
+    schema: {
+      tags: ['policies'],
+      summary: 'One policy',
+      params: NameParams,
+      response: responses({ 200: PolicySchema }, ...AUTH_ERRORS, 404),
+    },
+    handler: async (request) => getPolicy(db, (request.params as { name: string }).name),
+  });
+
+  app.put('/api/v1/policies/:name', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['policies'],
+      summary: 'Replace a policy (built-ins included: edit or disable them)',
+      params: NameParams,
+      body: PolicyBody,
+      response: responses({ 200: PolicySchema }, ...AUTH_ERRORS, 404),
+    },
+    handler: async (request) => {
+      const { name } = request.params as { name: string };
+      const body = request.body as PolicyBodyT;
+      if (body.name !== undefined && body.name !== name) throw invalid(`body.name: "${body.name}" differs from the path's ${name}; a policy cannot be renamed`);
+      const current = await getPolicy(db, name);
+      if (body.builtIn !== undefined && body.builtIn !== current.builtIn) throw invalid('builtIn: only the policies that ship with Reins are built in, and they stay so');
+      const compiled = compileOrThrow({ ...body, name, builtIn: current.builtIn });
+      const updated: Policy = await replacePolicy(db, actorOf(request), compiled.policy);
+      await policies.reload();
+      return updated;
+    },
+  });
+
+  app.delete('/api/v1/policies/:name', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['policies'],
+      summary: 'Delete a policy (built-ins cannot be deleted: 409; disable them instead)',
+      params: NameParams,
+      response: responses({ 200: Type.Object({ status: Type.Literal('ok'), name: Type.String() }) }, ...AUTH_ERRORS, 404, 409),
+    },
+    handler: async (request) => {
+      const { name } = request.params as { name: string };
+      await deletePolicy(db, actorOf(request), name);
+      await policies.reload();
+      return { status: 'ok' as const, name };
+    },
+  });
+}
