@@ -226,14 +226,20 @@ function bedrock(res: ServerResponse, path: string, body: Record<string, unknown
   }
 }
 
-export async function startFakeProviders(): Promise<FakeProviders> {
+export interface FakeOptions {
+  /** Every answer waits this long first, so tests can have many calls in flight at once. */
+  delayMs?: number;
+}
+
+export async function startFakeProviders(options: FakeOptions = {}): Promise<FakeProviders> {
   const hits: UpstreamHit[] = [];
   const state = { abandoned: 0 };
   const server = createServer((req, res) => {
     res.on('close', () => {
       if (!res.writableFinished) state.abandoned++;
     });
-    void readBody(req).then((raw) => {
+    void readBody(req).then(async (raw) => {
+      if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
       const url = req.url ?? '/';
       hits.push({ method: req.method ?? 'GET', url, headers: req.headers, body: raw });
       let body: Record<string, unknown> = {};

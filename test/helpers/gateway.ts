@@ -1,0 +1,61 @@
+/**
+ * Starts Reins replicas whose providers are the local fake providers, and builds the real SDK clients
+ * pointed at Reins, as a developer's tool would be configured.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import type { Config } from '../../src/config/config.js';
+import type { Replica } from '../../src/server.js';
+import { startFakeProviders, type FakeOptions, type FakeProviders } from '../fakes/fake-providers.js';
+import { ADMIN_TOKEN, Client, startTestReplica, waitFor, type TestStore } from './harness.js';
+
+export const PROVIDER_KEY = 'sk-provider-key-held-by-reins';
+
+export function providersAt(origin: string): Config['providers'] {
+  const settings = { baseUrl: origin, apiKey: PROVIDER_KEY };
+  return { openai: settings, anthropic: settings, bedrock: { ...settings, region: 'us-east-1' } };
+}
+
+export interface GatewayWorld {
+  fake: FakeProviders;
+  replica: Replica;
+  admin: Client;
+  close(): Promise<void>;
+}
+
+export async function startGatewayWorld(
+  store: TestStore,
+  overrides: Partial<Config> = {},
+  options: { fake?: FakeOptions; listen?: boolean } = {},
+): Promise<GatewayWorld> {
+  const fake = await startFakeProviders(options.fake);
+  const replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, options.listen === undefined ? {} : { listen: options.listen });
+  return {
+    fake,
+    replica,
+    admin: new Client(replica.url, ADMIN_TOKEN),
+    async close() {
+      await replica.close();
+      await fake.close();
+    },
+  };
+}
+
+export function openai(url: string, key: string, headers: Record<string, string> = {}): OpenAI {
+  return new OpenAI({ baseURL: `${url}/llm/openai/v1`, apiKey: key, maxRetries: 0, defaultHeaders: headers });
+}
+
+export function anthropic(url: string, key: string, headers: Record<string, string> = {}): Anthropic {
+  return new Anthropic({ baseURL: `${url}/llm/anthropic`, apiKey: key, maxRetries: 0, defaultHeaders: headers });
+}
+
+/** The newest `llm` audit event that satisfies `match`, waiting for the batched writer. */
+export async function llmEvent(admin: Client, match: (event: any) => boolean, query = ''): Promise<any> {
+  let found: any;
+  await waitFor(async () => {
+    found = (await admin.get(`/api/v1/audit-events?type=llm&limit=200${query}`)).body.items.find(match);
+    return found !== undefined;
+  }, 5000, 20);
+  if (!found) throw new Error(`no llm audit event matched within 5 s${query ? ` (${query})` : ''}`);
+  return found;
+}

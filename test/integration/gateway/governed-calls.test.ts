@@ -1,0 +1,182 @@
+/**
+ * The governed LLM path end to end: real SDK clients -> Reins (credential, tier, policies, audit) -> fake
+ * providers. Who the caller is comes from the Reins credential and the Reins headers only.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { FAKE_USAGE } from '../../fakes/fake-providers.js';
+import { agentWithKey, Client, describeEachStore, developerWithToken, enc } from '../../helpers/harness.js';
+import { anthropic, llmEvent, openai, PROVIDER_KEY, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user' as const, content: 'hi' }], ...extra });
+
+describeEachStore('gateway: governed calls', ({ store }) => {
+  let w: GatewayWorld;
+  let agentKey: string;
+  let pat: string;
+  before(async () => {
+    w = await startGatewayWorld(store());
+    agentKey = await agentWithKey(w.admin, 'eng/builder');
+    pat = await developerWithToken(w.admin, 'eng/alice', 'developer');
+    await w.admin.post('/api/v1/identities', { id: 'eng/reviewer-bot', kind: 'agent' });
+  });
+  after(async () => w.close());
+
+  test('an agent key call is forwarded with the provider key, and audited with tier, tokens and cost', async () => {
+    const r = await openai(w.replica.url, agentKey).chat.completions.create(chat('gpt-4o-mini'));
+    assert.equal(r.choices[0]?.message.content, 'Hello world');
+    const hit = w.fake.hits.at(-1)!;
+    assert.equal(hit.headers.authorization, `Bearer ${PROVIDER_KEY}`);
+    const event = await llmEvent(w.admin, () => true, `&identity=${enc('eng/builder')}`);
+    assert.equal(event.action, 'llm.request');
+    assert.equal(event.outcome, 'ok');
+    assert.deepEqual(event.actor, { kind: 'agent', id: 'eng/builder' });
+    assert.equal(event.subject, 'eng/builder');
+    assert.equal(event.data.agent.tier, 'T2');
+    assert.equal(event.data.model, 'gpt-4o-mini');
+    assert.equal(event.data.route, 'chat/completions');
+    assert.equal(event.data.decision, 'allow');
+    assert.equal(event.data.session, null);
+    assert.deepEqual(event.data.usage, FAKE_USAGE.openaiChat);
+    // gpt-4o-mini list price: $0.15 in / $0.60 out per million tokens.
+    assert.ok(Math.abs(event.data.costUsd - (11 * 0.15 + 7 * 0.6) / 1e6) < 1e-12, String(event.data.costUsd));
+    assert.equal(event.data.status, 200);
+    assert.equal(event.host, null);
+  });
+
+  test('the model ceiling refuses Opus at T2 and T1 in the client protocol, and allows it at T3', async () => {
+    const client = anthropic(w.replica.url, agentKey);
+    const ask = () => client.messages.create({ model: 'claude-opus-4-1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    for (const tier of ['', 'T1']) {
+      await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier });
+      await assert.rejects(ask(), (err: unknown) => {
+        assert.ok(err instanceof Anthropic.PermissionDeniedError, String(err));
+        assert.match(err.message, /autonomy-model-ceiling/);
+        assert.match(err.message, /request model access/);
+        assert.equal(err.headers?.get('x-should-retry'), 'false');
+        return true;
+      });
+    }
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier: 'T3' });
+    const ok = await ask();
+    assert.equal(ok.id, 'msg_fake');
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier: '' });
+  });
+
+  test('past audit events keep the tier they were recorded with after the tier changes', async () => {
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier: 'T1' });
+    await openai(w.replica.url, agentKey).chat.completions.create(chat('gpt-4o-mini', { max_tokens: 5 }));
+    const atT1 = await llmEvent(w.admin, (e) => e.data.maxTokens === 5, `&identity=${enc('eng/builder')}`);
+    assert.equal(atT1.data.agent.tier, 'T1');
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier: 'T4' });
+    await openai(w.replica.url, agentKey).chat.completions.create(chat('gpt-4o-mini', { max_tokens: 6 }));
+    const later = await llmEvent(w.admin, (e) => e.data.maxTokens === 6, `&identity=${enc('eng/builder')}`);
+    const earlier = await llmEvent(w.admin, (e) => e.id === atT1.id, `&identity=${enc('eng/builder')}`);
+    assert.equal(later.data.agent.tier, 'T4');
+    assert.equal(earlier.data.agent.tier, 'T1');
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier: '' });
+  });
+
+  test('a personal access token call has the developer and a session: X-Reins-Session when sent, else one per token and day', async () => {
+    await openai(w.replica.url, pat, { 'X-Reins-Session': 'claude-session-42' }).chat.completions.create(chat('gpt-4o-mini', { max_tokens: 7 }));
+    await openai(w.replica.url, pat).chat.completions.create(chat('gpt-4o-mini', { max_tokens: 8 }));
+    const named = await llmEvent(w.admin, (e) => e.data.maxTokens === 7, `&identity=${enc('eng/alice')}`);
+    const daily = await llmEvent(w.admin, (e) => e.data.maxTokens === 8, `&identity=${enc('eng/alice')}`);
+    assert.equal(named.data.session, 'claude-session-42');
+    assert.equal(named.data.developer, 'eng/alice');
+    assert.deepEqual(named.actor, { kind: 'developer', id: 'eng/alice' });
+    assert.equal(named.data.agent.id, '', 'the tool itself is the agent');
+    assert.equal(named.data.agent.tier, 'T2');
+    const today = new Date().toISOString().slice(0, 10);
+    assert.match(daily.data.session, new RegExp(`^tok_[^:]+:${today}$`));
+  });
+
+  test('X-Reins-Agent names the agent (its tier applies); an unknown agent is refused naming the header', async () => {
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/reviewer-bot')}`, { tier: 'T1' });
+    const asBot = anthropic(w.replica.url, pat, { 'X-Reins-Agent': 'eng/reviewer-bot' });
+    await assert.rejects(
+      asBot.messages.create({ model: 'claude-opus-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      /autonomy-model-ceiling/,
+    );
+    const refused = await llmEvent(w.admin, (e) => e.data.model === 'claude-opus-4-5', `&identity=${enc('eng/reviewer-bot')}`);
+    assert.equal(refused.data.agent.tier, 'T1');
+    assert.equal(refused.outcome, 'refused');
+    assert.equal(refused.data.developer, 'eng/alice');
+    assert.equal(refused.data.policy, 'autonomy-model-ceiling');
+
+    const ghost = openai(w.replica.url, pat, { 'X-Reins-Agent': 'eng/ghost' });
+    await assert.rejects(ghost.chat.completions.create(chat('gpt-4o-mini')), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+      assert.match(err.message, /X-Reins-Agent/);
+      return true;
+    });
+  });
+
+  test('identity comes from the credential: an unknown or revoked key is refused before anything reaches the provider', async () => {
+    const hits = w.fake.hits.length;
+    await assert.rejects(openai(w.replica.url, 'reins_agent_not-a-real-key-000000000000').chat.completions.create(chat('gpt-4o-mini')), OpenAI.AuthenticationError);
+    const key = await agentWithKey(w.admin, 'eng/short-lived');
+    const client = openai(w.replica.url, key);
+    await client.chat.completions.create(chat('gpt-4o-mini'));
+    const tokens = (await w.admin.get(`/api/v1/tokens`)).body.items.filter((t: any) => t.identityId === 'eng/short-lived');
+    assert.equal((await w.admin.delete(`/api/v1/tokens/${tokens[0].id}`)).status, 200);
+    await assert.rejects(client.chat.completions.create(chat('gpt-4o-mini')), OpenAI.AuthenticationError);
+    assert.equal(w.fake.hits.length, hits + 1);
+  });
+
+  test('a custom policy created over the API applies to the next call, and deleting it lifts it', async () => {
+    const created = await w.admin.post('/api/v1/policies', {
+      name: 'no-embeddings',
+      kind: 'deny',
+      appliesTo: ['llm'],
+      match: "object.llm.route == 'embeddings'",
+      message: 'Embeddings go through the search team’s index service.',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const client = openai(w.replica.url, agentKey);
+    await assert.rejects(client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError);
+      assert.match(err.message, /no-embeddings.*search team/);
+      return true;
+    });
+    assert.equal((await w.admin.delete('/api/v1/policies/no-embeddings')).status, 200);
+    const ok = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' });
+    assert.equal(ok.data.length, 1);
+  });
+
+  test('an approve policy stops a generating call with its message until held calls exist; token counting passes', async () => {
+    await w.admin.post('/api/v1/policies', {
+      name: 'review-haiku',
+      kind: 'approve',
+      appliesTo: ['llm'],
+      match: "object.llm.model.startsWith('claude-haiku')",
+      message: 'Haiku calls are reviewed this week.',
+    });
+    const client = anthropic(w.replica.url, agentKey);
+    await assert.rejects(
+      client.messages.create({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      /review-haiku.*requires a person to approve.*reviewed this week/,
+    );
+    const counted = await client.messages.countTokens({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(counted.input_tokens, 42);
+    await w.admin.delete('/api/v1/policies/review-haiku');
+  });
+
+  test('disabling a built-in policy lifts it; it cannot be deleted', async () => {
+    const current = (await w.admin.get('/api/v1/policies/autonomy-model-ceiling')).body;
+    assert.equal((await w.admin.delete('/api/v1/policies/autonomy-model-ceiling')).status, 409);
+    const off = await w.admin.put('/api/v1/policies/autonomy-model-ceiling', { ...current, enabled: false });
+    assert.equal(off.status, 200, JSON.stringify(off.body));
+    const ok = await anthropic(w.replica.url, agentKey).messages.create({ model: 'claude-opus-4-1', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(ok.id, 'msg_fake');
+    await w.admin.put('/api/v1/policies/autonomy-model-ceiling', { ...current, enabled: true });
+  });
+
+  test('the control plane refuses gateway-only credentials and the gateway refuses sensor tokens', async () => {
+    assert.equal((await new Client(w.replica.url, agentKey).get('/api/v1/policies')).status, 403);
+    const sensor = (await w.admin.post('/api/v1/runtime/sensor-tokens', { name: 'node-a' })).body.token as string;
+    await assert.rejects(openai(w.replica.url, sensor).chat.completions.create(chat('gpt-4o-mini')), OpenAI.AuthenticationError);
+  });
+});
