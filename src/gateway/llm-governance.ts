@@ -23,11 +23,10 @@ import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import { refusalMessage } from './llm/refusal.js';
 import type { CallResult, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
-import { enforcedRules, periodKey } from './metering/budget-rules.js';
+import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.js';
 import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
 import { reserveBudget, settleBudget, type Reservation } from './rules/budget-store.js';
 import type { GatewayRules } from './rules/gateway-rules.js';
-import { scopeCoversIdentity } from './rules/scope.js';
 
 export const SESSION_HEADER = 'x-reins-session';
 export const AGENT_HEADER = 'x-reins-agent';
@@ -179,7 +178,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
     const rules = this.deps.rules.value;
     if (call.model !== null) {
-      const covering = rules.modelAccess.filter((r) => scopeCoversIdentity(r.scope, caller.identityId));
+      const covering = rules.modelAccess.filter((r) => scopeCovers(r.scope, caller.identityId));
       if (covering.length > 0) {
         const allowed = covering.some((r) => r.models.some((glob) => globMatches(glob, call.model!))) || grants.extraModels.some((glob) => globMatches(glob, call.model!));
         if (!allowed) {
@@ -205,6 +204,15 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     if (call.metered && call.model !== null) {
       ctx.price = priceOf(this.deps.prices, call.provider, call.model);
       const binding = enforcedRules(rules.budgetRules, { identityId: caller.identityId, model: call.model });
+      if (binding.length > 0 && ctx.price === null) {
+        // Without a price a budget cannot be kept: refusing is the only way not to let spend around it.
+        const rule = binding[0]!;
+        return refuse(
+          'budget',
+          `Reins refused this request: budget "${rule.name}" applies to model ${call.model}, but Reins has no price for it, so the spend ` +
+            `cannot be counted. Ask an admin to add a price for ${call.model} (config key prices), or use a priced model.`,
+        );
+      }
       if (binding.length > 0) {
         const estimate = ctx.price ? estimateCost(ctx.price, { inputBytes: call.bodyBytes, maxTokens: call.maxTokens }) : 0;
         for (const rule of binding) {

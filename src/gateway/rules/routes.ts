@@ -28,6 +28,7 @@ import {
   replaceModelAccessRule,
   type ModelAccessInput,
 } from './model-access-store.js';
+import { validateBudgetRule } from '../metering/budget-rules.js';
 import { scopeProblem } from './scope.js';
 
 const Scope = Type.String({ minLength: 1, maxLength: 317, description: '"*", a namespace (eng) or an identity id (eng/alice)' });
@@ -81,6 +82,12 @@ const ModelAccessSchema = Type.Object({
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
+/** The schema checked types; the rule's own validation checks values (scope syntax, glob, limits). */
+function checkBudgetRule(body: BudgetRuleInput): void {
+  const result = validateBudgetRule(body);
+  if (!result.ok) throw invalid(`body.${result.field}: ${result.message}`);
+}
+
 function checkScope(scope: string): void {
   const problem = scopeProblem(scope);
   if (problem) throw invalid(`body.scope: ${problem}`);
@@ -108,7 +115,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
     },
     handler: async (request, reply) => {
       const body = request.body as BudgetRuleInput;
-      checkScope(body.scope);
+      checkBudgetRule(body);
       const rule = await createBudgetRule(db, actorOf(request), body);
       await rules.reload();
       return reply.status(201).send(rule);
@@ -147,7 +154,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
     },
     handler: async (request) => {
       const body = request.body as BudgetRuleInput;
-      checkScope(body.scope);
+      checkBudgetRule(body);
       const rule = await replaceBudgetRule(db, actorOf(request), (request.params as { id: string }).id, body);
       await rules.reload();
       return rule;

@@ -1,0 +1,181 @@
+/**
+ * Budget rules and model access through the real gateway: CRUD and validation, refusal messages that say
+ * how to ask for more, and concurrent calls that cannot overspend by more than the calls already in flight.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { FAKE_USAGE } from '../../fakes/fake-providers.js';
+import { agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+
+// A model priced by config so that one fake chat call (11 input + 7 output tokens) costs exactly $0.0018.
+const PRICED = 'budget-test-model';
+const PRICE = { inputPerMTok: 100, outputPerMTok: 100 };
+const CALL_COST = ((FAKE_USAGE.openaiChat.inputTokens + FAKE_USAGE.openaiChat.outputTokens) * 100) / 1e6;
+// A model whose output is dear: with max_tokens 1 the pre-call estimate is far below the actual cost, so
+// admission rests on spent + reserved alone and calls in flight really can run past the limit.
+const DEAR = 'dear-output-model';
+const DEAR_PRICE = { inputPerMTok: 1, outputPerMTok: 1000 };
+const DEAR_COST = (FAKE_USAGE.openaiChat.inputTokens * 1 + FAKE_USAGE.openaiChat.outputTokens * 1000) / 1e6;
+
+describeEachStore('gateway: budgets and model access', ({ store }) => {
+  let w: GatewayWorld;
+  before(async () => {
+    w = await startGatewayWorld(store(), { prices: { [PRICED]: PRICE, [DEAR]: DEAR_PRICE } }, { fake: { delayMs: 40 } });
+  });
+  after(async () => w.close());
+
+  test('budget rules: create, read, replace, delete, each change audited; bad input names the field', async () => {
+    const body = { name: 'eng daily', scope: 'eng', pattern: 'claude-*', limitUsd: 25, period: 'day' };
+    const created = await w.admin.post('/api/v1/budget-rules', body);
+    assert.equal(created.status, 201);
+    assert.match(created.body.id, /^br_/);
+    assert.deepEqual({ ...created.body, id: undefined, createdAt: undefined, updatedAt: undefined }, { ...body, id: undefined, createdAt: undefined, updatedAt: undefined });
+    const id = created.body.id;
+    assert.equal((await w.admin.get(`/api/v1/budget-rules/${id}`)).body.limitUsd, 25);
+    const replaced = await w.admin.put(`/api/v1/budget-rules/${id}`, { ...body, limitUsd: 40 });
+    assert.equal(replaced.body.limitUsd, 40);
+    assert.ok((await w.admin.get('/api/v1/budget-rules')).body.items.some((r: any) => r.id === id));
+
+    for (const [bad, field] of [
+      [{ ...body, scope: 'Eng Team' }, 'scope'],
+      [{ ...body, limitUsd: -1 }, 'limitUsd'],
+      [{ ...body, period: 'week' }, 'period'],
+      [{ ...body, pattern: 'claude *' }, 'pattern'],
+      [{ ...body, name: '' }, 'name'],
+      [{ ...body, extra: 1 }, 'extra'],
+    ] as const) {
+      const r = await w.admin.post('/api/v1/budget-rules', bad);
+      assert.equal(r.status, 400, JSON.stringify(bad));
+      assert.match(r.body.error.message, new RegExp(field));
+    }
+    assert.equal((await w.admin.delete(`/api/v1/budget-rules/${id}`)).status, 200);
+    assert.equal((await w.admin.get(`/api/v1/budget-rules/${id}`)).status, 404);
+    const actions = (await w.admin.get('/api/v1/audit-events?type=control&limit=50')).body.items.map((e: any) => e.action);
+    for (const action of ['budget_rule.create', 'budget_rule.update', 'budget_rule.delete']) assert.ok(actions.includes(action), action);
+  });
+
+  test('concurrent calls never overspend by more than the calls in flight, and over budget answers how to ask for a top-up', async () => {
+    const key = await agentWithKey(w.admin, 'spend/racer');
+    const limitUsd = 0.009; // five calls' worth
+    const rule = await w.admin.post('/api/v1/budget-rules', { name: 'racer daily', scope: 'spend/racer', pattern: PRICED, limitUsd, period: 'day' });
+    assert.equal(rule.status, 201);
+    const client = openai(w.replica.url, key);
+    const concurrency = 12;
+    // max_tokens 1 keeps each reservation tiny, so admission rests on spent + reserved < limit alone.
+    const results = await Promise.allSettled(
+      Array.from({ length: concurrency * 3 }, () => client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })),
+    );
+    const admitted = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    assert.ok(admitted >= 1 && refused.length >= 1, `admitted ${admitted}, refused ${refused.length}`);
+    for (const r of refused) {
+      assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
+      assert.match(r.reason.message, /racer daily.*used up.*budget top-up/);
+      assert.equal(r.reason.headers?.get('x-should-retry'), 'false');
+    }
+    let usage: any;
+    await waitFor(async () => {
+      usage = (await w.admin.get(`/api/v1/budget-rules/${rule.body.id}/usage`)).body.items[0];
+      return usage && usage.reservedUsd === 0;
+    }, 3000);
+    assert.ok(Math.abs(usage.spentUsd - admitted * CALL_COST) < 1e-9, `spent ${usage.spentUsd} for ${admitted} calls`);
+    assert.ok(usage.spentUsd <= limitUsd + concurrency * CALL_COST, `overspent: ${usage.spentUsd} against ${limitUsd}`);
+    // Spent is now at or past the limit: the next call is refused whatever its size.
+    await assert.rejects(client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }), OpenAI.RateLimitError);
+    const refusedEvent = await llmEvent(w.admin, (e) => e.outcome === 'refused', '&identity=spend%2Fracer');
+    assert.equal(refusedEvent.data.refusal.reason, 'budget');
+  });
+
+  test('with estimates below the cost, overspend stays within what the calls in flight spend', async () => {
+    const key = await agentWithKey(w.admin, 'spend/fleet');
+    const limitUsd = 0.02;
+    const rule = await w.admin.post('/api/v1/budget-rules', { name: 'fleet daily', scope: 'spend/fleet', pattern: '*', limitUsd, period: 'day' });
+    const client = openai(w.replica.url, key);
+    const workers = 8;
+    let admitted = 0;
+    // Each worker keeps one call in flight until it is refused: at most `workers` calls are ever in flight.
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (;;) {
+          try {
+            await client.chat.completions.create({ model: DEAR, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+            admitted++;
+          } catch (err) {
+            assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+            return;
+          }
+        }
+      }),
+    );
+    let usage: any;
+    await waitFor(async () => {
+      usage = (await w.admin.get(`/api/v1/budget-rules/${rule.body.id}/usage`)).body.items[0];
+      return usage && usage.reservedUsd === 0;
+    }, 3000);
+    assert.ok(Math.abs(usage.spentUsd - admitted * DEAR_COST) < 1e-9);
+    assert.ok(usage.spentUsd >= limitUsd, `the budget was not used up: ${usage.spentUsd}`);
+    assert.ok(usage.spentUsd < limitUsd + workers * DEAR_COST, `overspent beyond the calls in flight: ${usage.spentUsd}`);
+  });
+
+  test('sequentially, a budget admits calls until spent reaches the limit, then refuses; other identities are unaffected', async () => {
+    const key = await agentWithKey(w.admin, 'spend/steady');
+    const bystander = await agentWithKey(w.admin, 'spend/bystander');
+    await w.admin.post('/api/v1/budget-rules', { name: 'steady', scope: 'spend/steady', pattern: '*', limitUsd: 3 * CALL_COST - 1e-6, period: 'month' });
+    const client = openai(w.replica.url, key);
+    const call = () => client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    for (let i = 0; i < 3; i++) await call();
+    await assert.rejects(call(), /steady/);
+    await openai(w.replica.url, bystander).chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+  });
+
+  test('a model without a price is refused while a budget binds it (spend that cannot be counted cannot be kept)', async () => {
+    const key = await agentWithKey(w.admin, 'spend/unpriced');
+    const client = openai(w.replica.url, key);
+    const ask = () => client.chat.completions.create({ model: 'in-house-llm-7b', messages: [{ role: 'user', content: 'hi' }] });
+    const free = await ask();
+    assert.equal(free.choices.length, 1, 'no budget binds yet: allowed, audited as unpriced');
+    const unpriced = await llmEvent(w.admin, (e) => e.data.model === 'in-house-llm-7b', '&identity=spend%2Funpriced');
+    assert.equal(unpriced.data.unpriced, true);
+    assert.equal(unpriced.data.costUsd, null);
+    await w.admin.post('/api/v1/budget-rules', { name: 'unpriced guard', scope: 'spend/unpriced', pattern: '*', limitUsd: 5, period: 'day' });
+    await assert.rejects(ask(), /no price for it.*prices/);
+  });
+
+  test('the most specific scope binds: a personal rule replaces the namespace rule for that person', async () => {
+    const pat = await developerWithToken(w.admin, 'team/lead', 'developer');
+    await w.admin.post('/api/v1/budget-rules', { name: 'team zero', scope: 'team', pattern: '*', limitUsd: 0, period: 'day' });
+    const other = await developerWithToken(w.admin, 'team/junior', 'developer');
+    const ask = (token: string) => openai(w.replica.url, token).chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    await assert.rejects(ask(pat), /team zero/);
+    await w.admin.post('/api/v1/budget-rules', { name: 'lead allowance', scope: 'team/lead', pattern: '*', limitUsd: 1, period: 'day' });
+    await ask(pat);
+    await assert.rejects(ask(other), /team zero/);
+  });
+
+  test('model access: covered callers may use only their models; the refusal offers a model-access request', async () => {
+    const key = await agentWithKey(w.admin, 'research/analyst');
+    const client = openai(w.replica.url, key);
+    const ask = (model: string) => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    await ask('gpt-4o');
+    const rule = await w.admin.post('/api/v1/model-access', { scope: 'research', models: ['gpt-4o-mini', 'claude-haiku-*'], description: 'cheap models only' });
+    assert.equal(rule.status, 201);
+    await ask('gpt-4o-mini');
+    await assert.rejects(ask('gpt-4o'), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
+      assert.match(err.message, /may not use model gpt-4o .*allowed: gpt-4o-mini, claude-haiku-\*.*model_access/);
+      return true;
+    });
+    // Another namespace is not covered.
+    const outsider = await agentWithKey(w.admin, 'ops/outsider');
+    await openai(w.replica.url, outsider).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    // Widening the rule applies to the next call.
+    const widened = await w.admin.put(`/api/v1/model-access/${rule.body.id}`, { scope: 'research', models: ['gpt-4o*'] });
+    assert.equal(widened.status, 200);
+    await ask('gpt-4o');
+    assert.equal((await w.admin.post('/api/v1/model-access', { scope: 'not a scope', models: ['x'] })).status, 400);
+    assert.equal((await w.admin.post('/api/v1/model-access', { scope: 'research', models: [] })).status, 400);
+    assert.equal((await w.admin.delete(`/api/v1/model-access/${rule.body.id}`)).status, 200);
+  });
+});
