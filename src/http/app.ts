@@ -20,6 +20,7 @@ import { registerLlmGateway } from '../gateway/llm/routes.js';
 import type { PriceTable } from '../gateway/metering/prices.js';
 import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
+import { registerSpendRoutes } from '../gateway/spend.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
@@ -107,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
+  registerSpendRoutes(app, deps.db);
   const uses = new TokenUseRecorder(deps.db);
   registerLlmGateway(app, {
     providers: deps.config.providers,

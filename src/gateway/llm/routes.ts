@@ -24,6 +24,15 @@ const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 // The gateway authenticates with the provider-key header itself, so the control plane's auth hook lets it pass.
 const GATEWAY_ACCESS: Access = 'gateway';
 
+const PROVIDER_TITLE: Record<ProviderName, string> = { openai: 'OpenAI', anthropic: 'Anthropic', bedrock: 'Amazon Bedrock runtime' };
+
+const GATEWAY_DESCRIPTION =
+  'Point the provider SDK at this base URL and use a Reins token as its API key (Authorization: Bearer, or x-api-key ' +
+  'on the Anthropic routes); Reins injects the provider credential. Optional headers with a personal access token: ' +
+  'X-Reins-Session (the session id; default one per token and UTC day) and X-Reins-Agent (an agent identity id). ' +
+  'Bodies and answers pass through byte for byte, streams unbuffered. Refusals (policy, model access, budget) answer ' +
+  "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule.";
+
 const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
   policy: 'policy_denied',
   approval_required: 'policy_denied',
@@ -87,7 +96,7 @@ export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps
         method: ['GET', 'HEAD'],
         url: '/anthropic/api/hello',
         config: { access: GATEWAY_ACCESS },
-        schema: { hide: true },
+        schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
         handler: async (_request, reply) => reply.status(200).send(),
       });
 
@@ -96,7 +105,12 @@ export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps
           method: ['GET', 'POST', 'DELETE'],
           url: `/${provider}/*`,
           config: { access: GATEWAY_ACCESS },
-          schema: { hide: true },
+          schema: {
+            tags: ['gateway'],
+            summary: `${PROVIDER_TITLE[provider]} API through Reins: ${describeRoutes(provider)}`,
+            description: GATEWAY_DESCRIPTION,
+            security: [{ bearer: [] }],
+          },
           handler: (request, reply) => handleCall(provider, request, reply, deps, upstreams),
         });
       }

@@ -154,6 +154,31 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     await assert.rejects(ask(other), /team zero/);
   });
 
+  test('spend per identity, per developer session and per day; developers see only their own', async () => {
+    const pat = await developerWithToken(w.admin, 'spend/carol', 'developer');
+    const client = (session: string) => openai(w.replica.url, pat, { 'X-Reins-Session': session });
+    const ask = (session: string) => client(session).chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    await ask('s-1');
+    await ask('s-1');
+    await ask('s-2');
+    await llmEvent(w.admin, (e) => e.data.session === 's-2', '&identity=spend%2Fcarol');
+    const bySession = (await w.admin.get('/api/v1/spend?groupBy=session&identity=spend%2Fcarol')).body.items;
+    assert.deepEqual(
+      bySession.map((r: any) => [r.key, r.identity, r.requests, r.inputTokens, r.outputTokens]).sort(),
+      [
+        ['s-1', 'spend/carol', 2, 22, 14],
+        ['s-2', 'spend/carol', 1, 11, 7],
+      ],
+    );
+    assert.ok(Math.abs(bySession.find((r: any) => r.key === 's-1').costUsd - 2 * CALL_COST) < 1e-9);
+    const byDay = (await w.admin.get('/api/v1/spend?groupBy=day&identity=spend%2Fcarol')).body.items;
+    assert.deepEqual(byDay.map((r: any) => [r.key, r.requests]), [[new Date().toISOString().slice(0, 10), 3]]);
+    const mine = w.admin.with(pat);
+    assert.equal((await mine.get('/api/v1/spend')).body.items.length, 1);
+    assert.equal((await mine.get('/api/v1/spend?identity=spend%2Fracer')).status, 403);
+    assert.equal((await mine.get('/api/v1/spend?since=yesterday')).status, 400);
+  });
+
   test('model access: covered callers may use only their models; the refusal offers a model-access request', async () => {
     const key = await agentWithKey(w.admin, 'research/analyst');
     const client = openai(w.replica.url, key);

@@ -80,7 +80,25 @@ describeEachStore('http basics', ({ store }) => {
       ['/api/v1/auth/session', 'delete'],
       ['/api/v1/auth/me', 'get'],
       ['/api/v1/audit-events', 'get'],
+      ['/api/v1/policies', 'get'],
+      ['/api/v1/policies', 'post'],
+      ['/api/v1/policies/{name}', 'get'],
+      ['/api/v1/policies/{name}', 'put'],
+      ['/api/v1/policies/{name}', 'delete'],
+      ['/api/v1/policies/evaluate', 'post'],
+      ['/api/v1/budget-rules', 'get'],
+      ['/api/v1/budget-rules', 'post'],
+      ['/api/v1/budget-rules/{id}', 'put'],
+      ['/api/v1/budget-rules/{id}', 'delete'],
+      ['/api/v1/model-access', 'post'],
+      ['/api/v1/spend', 'get'],
     ];
+    // The data plane is described too: where the SDKs point and how they authenticate.
+    const gatewayPaths = Object.keys(doc.paths).filter((p) => p.startsWith('/llm/'));
+    for (const provider of ['openai', 'anthropic', 'bedrock']) {
+      assert.ok(gatewayPaths.some((p) => p.startsWith(`/llm/${provider}/`)), `no /llm/${provider} route in ${gatewayPaths.join(', ')}`);
+    }
+    assert.ok(doc.paths['/llm/anthropic/api/hello']?.head ?? doc.paths['/llm/anthropic/api/hello']?.get);
     for (const [path, method] of expected) assert.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path} missing`);
     assert.ok(doc.paths['/api/v1/identities/autonomy-tier'].put.responses['404']);
   });

@@ -1,0 +1,127 @@
+/**
+ * Spend reports: what governed LLM calls cost, per identity, per developer session or per UTC day, read from
+ * the `llm` audit events (each carries its tokens and cost). Developers see their own; admins and viewers all.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { ANY_DEVELOPER } from '../http/access.js';
+import { developerOf } from '../http/auth.js';
+import { forbidden, invalid } from '../http/errors.js';
+import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import type { Db, Queryable } from '../store/db.js';
+
+export type SpendGrouping = 'identity' | 'session' | 'day';
+
+export interface SpendRow {
+  key: string;
+  identity: string | null;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  /** Calls to models Reins has no price for: their cost is not in costUsd. */
+  unpricedRequests: number;
+}
+
+const KEY: Record<SpendGrouping, string> = {
+  identity: 'actor_id',
+  session: "data->>'session'",
+  day: "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+};
+
+export async function spendReport(
+  q: Queryable,
+  query: { groupBy: SpendGrouping; identity?: string; session?: string; since: Date; until: Date },
+): Promise<SpendRow[]> {
+  const params: unknown[] = [query.since, query.until];
+  const where = [`type = 'llm'`, `action = 'llm.request'`, 'at >= $1', 'at < $2'];
+  if (query.identity) where.push(`actor_id = $${params.push(query.identity)}`);
+  if (query.session) where.push(`data->>'session' = $${params.push(query.session)}`);
+  if (query.groupBy === 'session') where.push(`data->>'session' IS NOT NULL`);
+  const key = KEY[query.groupBy];
+  // A session belongs to one identity; a day or an identity key spans many, so only sessions name theirs.
+  const identity = query.groupBy === 'session' ? 'min(actor_id)' : query.groupBy === 'identity' ? 'min(actor_id)' : 'NULL';
+  const r = await q.query<{ key: string; identity: string | null; requests: string; input: string | null; output: string | null; cost: string | null; unpriced: string }>(
+    `SELECT ${key} AS key, ${identity} AS identity, count(*)::text AS requests,
+            sum((data->'usage'->>'inputTokens')::bigint)::text AS input,
+            sum((data->'usage'->>'outputTokens')::bigint)::text AS output,
+            sum((data->>'costUsd')::numeric)::text AS cost,
+            count(*) FILTER (WHERE data->>'unpriced' = 'true')::text AS unpriced
+       FROM audit_events WHERE ${where.join(' AND ')}
+      GROUP BY ${key} ORDER BY sum((data->>'costUsd')::numeric) DESC NULLS LAST, ${key} LIMIT 1000`,
+    params,
+  );
+  return r.rows.map((row) => ({
+    key: row.key,
+    identity: row.identity,
+    requests: Number(row.requests),
+    inputTokens: Number(row.input ?? 0),
+    outputTokens: Number(row.output ?? 0),
+    costUsd: Number(row.cost ?? 0),
+    unpricedRequests: Number(row.unpriced),
+  }));
+}
+
+const DAY_MS = 86_400_000;
+
+function date(raw: string | undefined, field: string, fallback: Date): Date {
+  if (raw === undefined) return fallback;
+  const d = new Date(raw);
+  if (Number.isNaN(d.getTime())) throw invalid(`query.${field}: must be an ISO 8601 date-time`);
+  return d;
+}
+
+export function registerSpendRoutes(app: FastifyInstance, db: Db): void {
+  app.get('/api/v1/spend', {
+    config: { access: ANY_DEVELOPER },
+    schema: {
+      tags: ['budgets'],
+      summary: 'LLM spend per identity, developer session or UTC day (developers: their own)',
+      querystring: Type.Object(
+        {
+          groupBy: Type.Optional(Type.Union([Type.Literal('identity'), Type.Literal('session'), Type.Literal('day')], { description: 'Default identity' })),
+          identity: Type.Optional(Type.String({ maxLength: 317 })),
+          session: Type.Optional(Type.String({ maxLength: 200 })),
+          since: Type.Optional(Type.String({ description: 'ISO 8601; default 30 days ago' })),
+          until: Type.Optional(Type.String({ description: 'ISO 8601; default now' })),
+        },
+        { additionalProperties: false },
+      ),
+      response: responses(
+        {
+          200: Type.Object({
+            groupBy: Type.String(),
+            since: Type.String({ format: 'date-time' }),
+            until: Type.String({ format: 'date-time' }),
+            items: Type.Array(
+              Type.Object({
+                key: Type.String(),
+                identity: Type.Union([Type.String(), Type.Null()]),
+                requests: Type.Integer(),
+                inputTokens: Type.Integer(),
+                outputTokens: Type.Integer(),
+                costUsd: Type.Number(),
+                unpricedRequests: Type.Integer(),
+              }),
+            ),
+          }),
+        },
+        ...AUTH_ERRORS,
+      ),
+    },
+    handler: async (request) => {
+      const q = request.query as { groupBy?: SpendGrouping; identity?: string; session?: string; since?: string; until?: string };
+      const me = developerOf(request);
+      let identity = q.identity;
+      if (me.role === 'developer') {
+        if (identity !== undefined && identity !== me.identityId) throw forbidden(`developers see their own spend only; ${me.identityId} asked for ${identity}`);
+        identity = me.identityId;
+      }
+      const until = date(q.until, 'until', new Date());
+      const since = date(q.since, 'since', new Date(until.getTime() - 30 * DAY_MS));
+      const groupBy = q.groupBy ?? 'identity';
+      const items = await spendReport(db, { groupBy, since, until, ...(identity ? { identity } : {}), ...(q.session ? { session: q.session } : {}) });
+      return { groupBy, since: since.toISOString(), until: until.toISOString(), items };
+    },
+  });
+}
