@@ -258,18 +258,4 @@ describe('tool arguments are JSON as CEL sees it', () => {
   }
 });
 
-describe('speed', () => {
-  test('twenty compiled policies evaluate well inside the 0.3 ms per-request budget', () => {
-    const policies: CompiledPolicy[] = Array.from({ length: 20 }, (_, i) =>
-      compiled({ name: `p-${i}`, kind: 'deny', match: `object.agent.autonomyLevel == ${(i % 4) + 5} || object.llm.model.startsWith('x-${i}')` }),
-    );
-    const object = llmCall('T2');
-    for (let i = 0; i < 200; i++) evaluate(policies, object);
-    const runs = 2000;
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < runs; i++) evaluate(policies, object);
-    const perRequestMs = Number(process.hrtime.bigint() - start) / runs / 1e6;
-    // Generous against a slow CI machine; the bench records the real figure.
-    assert.ok(perRequestMs < 0.3, `${perRequestMs.toFixed(3)} ms per request`);
-  });
-});
+// Speed is measured in bench/ (cel-engines, gateway-overhead), side by side, never as a timed unit test.
