@@ -47,8 +47,13 @@ export type GatewayDecision =
   | { outcome: 'deny'; reason: RefusalReason; message: string; status?: number };
 
 export interface TokenUsage {
+  /** Input tokens neither read from nor written to the prompt cache. */
   inputTokens: number;
   outputTokens: number;
+  /** Present when the prompt cache was read (Anthropic, Bedrock, OpenAI's cached tokens). */
+  cacheReadTokens?: number;
+  /** Present when the prompt cache was written (Anthropic, Bedrock). */
+  cacheWriteTokens?: number;
 }
 
 /**

@@ -13,7 +13,7 @@ export interface UsageMeter {
   finish(): TokenUsage | undefined;
 }
 
-type Counts = { inputTokens?: number; outputTokens?: number };
+type Counts = { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
 type Json = Record<string, unknown>;
 
 const JSON_CAP = 8 * 1024 * 1024;
@@ -28,12 +28,25 @@ function count(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
+/**
+ * Input tokens are reported additively, as Anthropic and Bedrock do: `inputTokens` excludes tokens read from
+ * or written to the prompt cache, which are counted apart because they are priced apart. OpenAI includes its
+ * cached tokens in `prompt_tokens` / `input_tokens` (`*_tokens_details.cached_tokens`): they are moved out.
+ */
 function fromUsageObject(u: Json): Counts {
-  return {
-    // OpenAI chat/completions/embeddings; Anthropic and the Responses API; Bedrock Converse.
-    inputTokens: count(u.prompt_tokens) ?? count(u.input_tokens) ?? count(u.inputTokens),
+  // OpenAI chat/completions/embeddings; Anthropic and the Responses API; Bedrock Converse.
+  const input = count(u.prompt_tokens) ?? count(u.input_tokens) ?? count(u.inputTokens);
+  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details : isObject(u.input_tokens_details) ? u.input_tokens_details : {};
+  const cachedIncluded = count(details.cached_tokens);
+  const counts: Counts = {
+    inputTokens: input !== undefined && cachedIncluded !== undefined ? Math.max(0, input - cachedIncluded) : input,
     outputTokens: count(u.completion_tokens) ?? count(u.output_tokens) ?? count(u.outputTokens),
   };
+  const cacheRead = count(u.cache_read_input_tokens) ?? count(u.cacheReadInputTokens) ?? cachedIncluded;
+  const cacheWrite = count(u.cache_creation_input_tokens) ?? count(u.cacheWriteInputTokens);
+  if (cacheRead !== undefined) counts.cacheReadTokens = cacheRead;
+  if (cacheWrite !== undefined) counts.cacheWriteTokens = cacheWrite;
+  return counts;
 }
 
 /**
@@ -70,15 +83,24 @@ export function usageOfEvent(event: unknown): Counts {
 }
 
 function merge(into: Counts, next: Counts): Counts {
-  return {
+  const merged: Counts = {
     inputTokens: next.inputTokens ?? into.inputTokens,
     outputTokens: next.outputTokens ?? into.outputTokens,
   };
+  const cacheRead = next.cacheReadTokens ?? into.cacheReadTokens;
+  const cacheWrite = next.cacheWriteTokens ?? into.cacheWriteTokens;
+  if (cacheRead !== undefined) merged.cacheReadTokens = cacheRead;
+  if (cacheWrite !== undefined) merged.cacheWriteTokens = cacheWrite;
+  return merged;
 }
 
 function complete(p: Counts): TokenUsage | undefined {
   if (p.inputTokens === undefined && p.outputTokens === undefined) return undefined;
-  return { inputTokens: p.inputTokens ?? 0, outputTokens: p.outputTokens ?? 0 };
+  const usage: TokenUsage = { inputTokens: p.inputTokens ?? 0, outputTokens: p.outputTokens ?? 0 };
+  // Only when the prompt cache was used, so the common usage stays two numbers.
+  if (p.cacheReadTokens) usage.cacheReadTokens = p.cacheReadTokens;
+  if (p.cacheWriteTokens) usage.cacheWriteTokens = p.cacheWriteTokens;
+  return usage;
 }
 
 /** Index just past the JSON object starting at `start` (a `{`), or -1 when it does not close. */

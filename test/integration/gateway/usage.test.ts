@@ -75,3 +75,40 @@ describe('usage read as bytes stream past', () => {
     assert.equal(m.finish(), undefined);
   });
 });
+
+describe('prompt cache tokens are counted apart, additively', () => {
+  test('Anthropic: cache reads and writes beside uncached input', () => {
+    const sse = Buffer.from(
+      [
+        'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":4,"cache_read_input_tokens":1200,"cache_creation_input_tokens":300,"output_tokens":1}}}\n\n',
+        'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":50}}\n\n',
+      ].join(''),
+    );
+    assert.deepEqual(meter('text/event-stream', sse, [17, 90]), { inputTokens: 4, outputTokens: 50, cacheReadTokens: 1200, cacheWriteTokens: 300 });
+  });
+
+  test('OpenAI: cached tokens are moved out of prompt_tokens (chat) and input_tokens (responses)', () => {
+    assert.deepEqual(usageOfEvent({ usage: { prompt_tokens: 2000, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 1536 } } }), {
+      inputTokens: 464,
+      outputTokens: 10,
+      cacheReadTokens: 1536,
+    });
+    assert.deepEqual(
+      usageOfEvent({ type: 'response.completed', response: { usage: { input_tokens: 900, output_tokens: 3, input_tokens_details: { cached_tokens: 0 } } } }),
+      { inputTokens: 900, outputTokens: 3, cacheReadTokens: 0 },
+    );
+    assert.deepEqual(meter('application/json', Buffer.from('{"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}')), {
+      inputTokens: 10,
+      outputTokens: 2,
+    });
+  });
+
+  test('Bedrock Converse: cacheReadInputTokens and cacheWriteInputTokens', () => {
+    assert.deepEqual(usageOfEvent({ usage: { inputTokens: 7, outputTokens: 2, cacheReadInputTokens: 512, cacheWriteInputTokens: 64 } }), {
+      inputTokens: 7,
+      outputTokens: 2,
+      cacheReadTokens: 512,
+      cacheWriteTokens: 64,
+    });
+  });
+});
