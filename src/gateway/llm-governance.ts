@@ -69,6 +69,8 @@ export interface LlmGovernanceDeps {
   grants: GrantLookup;
   onTokenUse?: (tokenId: string) => void;
   onError?: (err: Error, what: string) => void;
+  /** Counts each completed call by provider and outcome (ok, refused, error). */
+  onCompleted?: (provider: string, outcome: string, refusal: string | null) => void;
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -289,6 +291,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         ...(ctx && ctx.reservations.length > 0 ? { budgetRules: ctx.reservations.map((r) => r.ruleId) } : {}),
       },
     };
+    this.deps.onCompleted?.(call.provider, event.outcome ?? 'ok', ctx?.refusal?.reason ?? null);
     try {
       void this.deps.audit.enqueue(event);
     } catch (err) {

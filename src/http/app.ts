@@ -26,7 +26,7 @@ import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
 import { registerAuth, TokenUseRecorder } from './auth.js';
 import { registerErrorHandling } from './error-handler.js';
-import { registerHttpMetrics } from './metrics.js';
+import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
 import { ErrorBody } from './schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
 
@@ -110,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
   const uses = new TokenUseRecorder(deps.db);
+  const gatewayMetrics = registerGatewayMetrics(deps.registry, () => gw.audit.pending);
   registerLlmGateway(app, {
     providers: deps.config.providers,
     hooks: new LlmGovernance({
@@ -123,6 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       grants: gw.grants,
       onTokenUse: (tokenId) => uses.touch(tokenId),
       onError: (err, what) => app.log.error({ err }, `gateway: ${what} failed`),
+      onCompleted: gatewayMetrics.completed,
     }),
   });
   await app.ready();

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** A registry per server instance, so two instances in one process (tests) do not collide. */
 export function createMetrics(): Registry {
@@ -28,4 +28,29 @@ export function registerHttpMetrics(app: FastifyInstance, registry: Registry): v
     requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
   });
+}
+
+export interface GatewayMetrics {
+  completed(provider: string, outcome: string, refusal: string | null): void;
+}
+
+/** Governed calls by provider, outcome and refusal reason, and the audit writer's backlog. */
+export function registerGatewayMetrics(registry: Registry, auditPending: () => number): GatewayMetrics {
+  const calls = new Counter({
+    name: 'reins_gateway_requests_total',
+    help: 'Governed gateway calls by provider, outcome (ok, refused, error) and refusal reason',
+    labelNames: ['provider', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'reins_audit_queue_events',
+    help: 'Gateway audit events waiting to be written (new calls wait when the queue is full)',
+    registers: [registry],
+    collect() {
+      this.set(auditPending());
+    },
+  });
+  return {
+    completed: (provider, outcome, refusal) => calls.inc({ provider, outcome, reason: refusal ?? '' }),
+  };
 }

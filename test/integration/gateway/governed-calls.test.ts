@@ -174,6 +174,13 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     await w.admin.put('/api/v1/policies/autonomy-model-ceiling', { ...current, enabled: true });
   });
 
+  test('metrics count governed calls by provider, outcome and refusal reason', async () => {
+    const text = (await w.admin.get('/metrics', { token: null })).body as string;
+    assert.match(text, /reins_gateway_requests_total\{provider="openai",outcome="ok",reason=""\} \d+/);
+    assert.match(text, /reins_gateway_requests_total\{provider="anthropic",outcome="refused",reason="policy"\} \d+/);
+    assert.match(text, /reins_audit_queue_events \d+/);
+  });
+
   test('the control plane refuses gateway-only credentials and the gateway refuses sensor tokens', async () => {
     assert.equal((await new Client(w.replica.url, agentKey).get('/api/v1/policies')).status, 403);
     const sensor = (await w.admin.post('/api/v1/runtime/sensor-tokens', { name: 'node-a' })).body.token as string;
