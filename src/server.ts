@@ -8,7 +8,7 @@ import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
 import { ConfigError } from './config/config.js';
 import { CredentialCache } from './gateway/credential-cache.js';
-import { NO_GRANT_LOOKUP } from './gateway/grants.js';
+import { NO_GRANT_LOOKUP, type GrantLookup } from './gateway/grants.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
@@ -37,6 +37,8 @@ export interface StartOptions {
   db?: Db;
   /** Listen for NOTIFY (default true). Off only to prove the periodic re-read converges alone. */
   listen?: boolean;
+  /** Where the gateway reads a caller's active grants (default: nobody holds one, until approvals exist). */
+  grants?: GrantLookup;
 }
 
 export function defaultLogger(level: string): FastifyServerOptions['logger'] {
@@ -84,7 +86,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
     stoppers.push(() => audit.close());
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: NO_GRANT_LOOKUP };
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? NO_GRANT_LOOKUP };
     const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

@@ -5,6 +5,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { Config } from '../../src/config/config.js';
+import type { GrantLookup } from '../../src/gateway/grants.js';
 import type { Replica } from '../../src/server.js';
 import { startFakeProviders, type FakeOptions, type FakeProviders } from '../fakes/fake-providers.js';
 import { ADMIN_TOKEN, Client, startTestReplica, waitFor, type TestStore } from './harness.js';
@@ -26,10 +27,13 @@ export interface GatewayWorld {
 export async function startGatewayWorld(
   store: TestStore,
   overrides: Partial<Config> = {},
-  options: { fake?: FakeOptions; listen?: boolean } = {},
+  options: { fake?: FakeOptions; listen?: boolean; grants?: GrantLookup } = {},
 ): Promise<GatewayWorld> {
   const fake = await startFakeProviders(options.fake);
-  const replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, options.listen === undefined ? {} : { listen: options.listen });
+  const replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, {
+    ...(options.listen === undefined ? {} : { listen: options.listen }),
+    ...(options.grants ? { grants: options.grants } : {}),
+  });
   return {
     fake,
     replica,

@@ -4,6 +4,7 @@
 import { after, before, describe } from 'node:test';
 import type { FastifyServerOptions } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
+import type { GrantLookup } from '../../src/gateway/grants.js';
 import { startReplica, type Replica } from '../../src/server.js';
 import type { Db } from '../../src/store/db.js';
 import { PgliteDb } from '../../src/store/pglite.js';
@@ -43,7 +44,7 @@ export function testConfigFor(store: TestStore, overrides: Partial<Config> = {},
 export async function startTestReplica(
   store: TestStore,
   overrides: Partial<Config> = {},
-  options: { listen?: boolean; logger?: FastifyServerOptions['logger'] } = {},
+  options: { listen?: boolean; logger?: FastifyServerOptions['logger']; grants?: GrantLookup } = {},
 ): Promise<Replica> {
   const config = testConfigFor(store, overrides);
   return startReplica(config, { logger: false, ...(store.db ? { db: store.db } : {}), ...options });
