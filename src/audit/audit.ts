@@ -89,11 +89,12 @@ export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<
   if (query.identity) add((p) => `(actor_id = ${p} OR subject = ${p})`, query.identity);
   if (query.since) add((p) => `at >= ${p}`, query.since);
   if (query.until) add((p) => `at < ${p}`, query.until);
-  if (query.cursor) add((p) => `id < ${p}::bigint`, query.cursor);
+  // Qualified: the select list renames id to its text form, which must not be what sorts or compares.
+  if (query.cursor) add((p) => `audit_events.id < ${p}::bigint`, query.cursor);
   params.push(query.limit + 1);
   const sql = `SELECT id::text AS id, at, type, action, outcome, actor_kind, actor_id, subject, host, data
      FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-     ORDER BY id DESC LIMIT $${params.length}`;
+     ORDER BY audit_events.id DESC LIMIT $${params.length}`;
   const r = await q.query<AuditRow>(sql, params);
   const page = r.rows.slice(0, query.limit);
   const last = page[page.length - 1];

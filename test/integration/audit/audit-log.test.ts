@@ -11,7 +11,8 @@ describeEachStore('audit log', ({ store }) => {
   before(async () => {
     replica = await startTestReplica(store());
     admin = new Client(replica.url, ADMIN_TOKEN);
-    for (let i = 0; i < 7; i++) await admin.post('/api/v1/identities', { id: `eng/page-${i}`, kind: 'agent' });
+    // Enough events that ids cross from one digit to two: ordering must be numeric, not textual.
+    for (let i = 0; i < 12; i++) await admin.post('/api/v1/identities', { id: `eng/page-${i}`, kind: 'agent' });
   });
   after(() => replica.close());
 
@@ -30,7 +31,10 @@ describeEachStore('audit log', ({ store }) => {
     const ids = seen.map(Number);
     assert.deepEqual(ids, [...ids].sort((a, b) => b - a));
     assert.equal(new Set(ids).size, ids.length);
-    assert.ok(ids.length >= 8, 'seven agents and the bootstrap admin');
+    const all = await replica.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM audit_events WHERE action = 'identity.create'`);
+    assert.equal(ids.length, Number(all.rows[0]!.n), 'every event, none skipped');
+    assert.ok(ids.length >= 13, 'twelve agents and the bootstrap admin');
+    assert.ok(ids.some((id) => id >= 10), 'ids of more than one digit');
   });
 
   test('filters by type, identity and time', async () => {
