@@ -5,6 +5,7 @@
  */
 import { celEnv, celList, celMap, isCelError, parse, plan } from '@bufbuild/cel';
 import type { CelInput, CelResult } from '@bufbuild/cel';
+import { RE2JS } from '@bufbuild/re2';
 import { strings } from '@bufbuild/cel/ext';
 import { checkExpression } from './cel-check.js';
 import { POLICY_OBJECT_SHAPE } from './policy-object.js';
@@ -52,9 +53,30 @@ interface CompiledExpressionImpl {
 
 type Bindings = Record<string, CelInput>;
 
+/**
+ * `matches()` with the same RE2 engine @bufbuild/cel uses by default, but each pattern compiled once: a
+ * policy's pattern is a literal, so compiling it on every call (the default) cost several µs per
+ * evaluation. Bounded, because a pattern can also come from request data.
+ */
+type RE2 = NonNullable<NonNullable<Parameters<typeof celEnv>[0]>['re2']>;
+type Matcher = ReturnType<RE2['compile']>;
+const MAX_CACHED_PATTERNS = 1000;
+const patterns = new Map<string, Matcher>();
+const cachingRe2: RE2 = {
+  compile(pattern: string): Matcher {
+    let matcher = patterns.get(pattern);
+    if (matcher === undefined) {
+      matcher = RE2JS.compile(pattern);
+      if (patterns.size >= MAX_CACHED_PATTERNS) patterns.clear();
+      patterns.set(pattern, matcher);
+    }
+    return matcher;
+  },
+};
+
 // One environment for every policy: the standard library plus the strings extension
 // (lowerAscii, split, replace, ...). Creating it is costly; it holds no per-call state.
-const environment = celEnv({ funcs: strings });
+const environment = celEnv({ funcs: strings, re2: cachingRe2 });
 
 export type CompileExpressionResult =
   | { ok: true; expression: CompiledExpression }

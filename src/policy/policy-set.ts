@@ -18,6 +18,8 @@ export interface PolicySetOptions {
 
 export class PolicySet {
   private readonly snapshot: Snapshot<readonly CompiledPolicy[]>;
+  /** The last compiled form of each policy, by its content: a re-read recompiles only what changed. */
+  private compiledByContent = new Map<string, CompiledPolicy>();
 
   constructor(db: Db, options: PolicySetOptions) {
     const onError = options.onError ?? (() => undefined);
@@ -26,7 +28,7 @@ export class PolicySet {
       refreshSeconds: options.refreshSeconds,
       ...(options.listen === undefined ? {} : { listen: options.listen }),
       onError,
-      load: (q: Queryable) => loadCompiled(q, onError),
+      load: (q: Queryable) => this.loadCompiled(q, onError),
     });
   }
 
@@ -47,15 +49,28 @@ export class PolicySet {
   reload(): Promise<void> {
     return this.snapshot.reload();
   }
-}
 
-async function loadCompiled(q: Queryable, onError: (err: Error) => void): Promise<readonly CompiledPolicy[]> {
-  const out: CompiledPolicy[] = [];
-  for (const policy of await listPolicies(q)) {
-    const result = compilePolicy(policy);
-    if (result.ok) out.push(result.compiled);
-    // Every stored policy compiled when it was saved; failing now means the engine changed under it.
-    else onError(new Error(`policy ${policy.name} no longer compiles (${result.errors.map((e) => e.message).join('; ')}); it is skipped`));
+  private async loadCompiled(q: Queryable, onError: (err: Error) => void): Promise<readonly CompiledPolicy[]> {
+    const out: CompiledPolicy[] = [];
+    const next = new Map<string, CompiledPolicy>();
+    for (const policy of await listPolicies(q)) {
+      const key = JSON.stringify(policy);
+      const known = this.compiledByContent.get(key);
+      if (known) {
+        out.push(known);
+        next.set(key, known);
+        continue;
+      }
+      const result = compilePolicy(policy);
+      if (result.ok) {
+        out.push(result.compiled);
+        next.set(key, result.compiled);
+      } else {
+        // Every stored policy compiled when it was saved; failing now means the engine changed under it.
+        onError(new Error(`policy ${policy.name} no longer compiles (${result.errors.map((e) => e.message).join('; ')}); it is skipped`));
+      }
+    }
+    this.compiledByContent = next;
+    return Object.freeze(out);
   }
-  return Object.freeze(out);
 }

@@ -3,9 +3,7 @@
  * it arrives: status, provider errors and end-to-end headers pass through, bodies byte for byte.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { Transform, type TransformCallback } from 'node:stream';
 import { Pool } from 'undici';
-import type { UsageMeter } from './usage.js';
 
 /** RFC 9110 hop-by-hop headers plus those the gateway sets itself. */
 const HOP_BY_HOP = new Set([
@@ -57,7 +55,11 @@ export function downstreamHeaders(upstream: IncomingHttpHeaders): Record<string,
   return out;
 }
 
-function listedInConnection(value: string | string[] | undefined): Set<string> {
+const NONE: ReadonlySet<string> = new Set();
+
+function listedInConnection(value: string | string[] | undefined): ReadonlySet<string> {
+  // Most requests name nothing but keep-alive here: no set to build.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return NONE;
   const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
   return new Set(joined.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''));
 }
@@ -66,13 +68,14 @@ function listedInConnection(value: string | string[] | undefined): Set<string> {
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
 
-  pool(origin: string): Pool {
-    const key = new URL(origin).origin;
-    let pool = this.pools.get(key);
+  /** Keyed by the configured base URL as written, so the request path parses no URL. */
+  pool(baseUrl: string): Pool {
+    let pool = this.pools.get(baseUrl);
     if (!pool) {
+      const key = new URL(baseUrl).origin;
       // Long generations stream for minutes; the provider, not the gateway, decides when a body is too slow.
       pool = new Pool(key, { connections: 128, headersTimeout: 600_000, bodyTimeout: 600_000, keepAliveTimeout: 30_000 });
-      this.pools.set(key, pool);
+      this.pools.set(baseUrl, pool);
     }
     return pool;
   }
@@ -80,21 +83,5 @@ export class Upstreams {
   async close(): Promise<void> {
     await Promise.allSettled([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
-  }
-}
-
-/** A pass-through stream that shows each chunk to the usage meter on its way to the client. */
-export class MeteredStream extends Transform {
-  constructor(private readonly meter: UsageMeter) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    try {
-      this.meter.push(chunk);
-    } catch {
-      // metering must never break the answer
-    }
-    callback(null, chunk);
   }
 }
