@@ -68,6 +68,15 @@ export class CredentialCache {
     this.dropWhere('identityId', identityId);
   }
 
+  /** A cached, unexpired credential for this secret, without a promise; undefined means ask `authenticate`. */
+  cached(secret: string): GatewayCredential | undefined {
+    if (secret.length < 16 || secret.length > 512) return undefined;
+    const hit = this.byHash.get(hashSecret(secret));
+    if (hit === undefined) return undefined;
+    const now = Date.now();
+    return now - hit.cachedAt < this.ttlMs && now < hit.expiresAt ? hit.credential : undefined;
+  }
+
   /** The credential a secret belongs to, or null when it is unknown, revoked, expired or a sensor token. */
   async authenticate(secret: string): Promise<GatewayCredential | null> {
     if (secret.length < 16 || secret.length > 512) return null;

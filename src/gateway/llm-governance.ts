@@ -82,8 +82,21 @@ function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
 
-/** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix. */
+const routeNames = new Map<string, string>();
+
+/** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix (memoised: few distinct routes). */
 export function policyRoute(provider: string, route: string): string {
+  const key = provider + route;
+  let name = routeNames.get(key);
+  if (name === undefined) {
+    name = routeName(provider, route);
+    if (routeNames.size >= 10_000) routeNames.clear();
+    routeNames.set(key, name);
+  }
+  return name;
+}
+
+function routeName(provider: string, route: string): string {
   const path = route.split('?')[0] ?? route;
   if (provider === 'bedrock') return /^\/model\/[^/]+\/([a-z-]+)$/.exec(path)?.[1] ?? path.replace(/^\//, '');
   return path.replace(/^\/v1\//, '').replace(/^\//, '');
@@ -95,7 +108,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   constructor(private readonly deps: LlmGovernanceDeps) {}
 
   async authenticate(credential: GatewayCredential): Promise<GovernedCaller | null> {
-    const c = await this.deps.credentials.authenticate(credential.secret);
+    const c = this.deps.credentials.cached(credential.secret) ?? (await this.deps.credentials.authenticate(credential.secret));
     if (!c) return null;
     this.deps.onTokenUse?.(c.tokenId);
     if (c.kind === 'agent') {
@@ -128,8 +141,10 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   }
 
   async decide(call: LlmCall<GovernedCaller>): Promise<GatewayDecision> {
-    // A full audit queue slows intake down instead of losing events.
-    await this.deps.audit.ready();
+    // A full audit queue slows intake down instead of losing events. (No await when there is room: every
+    // await is a trip through the microtask queue on the hot path.)
+    const room = this.deps.audit.ready();
+    if (room) await room;
     const caller = call.caller;
     const at = new Date();
     const resolved = caller.agentId === '' ? null : this.deps.tiers.resolve(caller.agentId);
@@ -151,7 +166,11 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
     if (caller.problem) return refuse('bad_request', `Reins refused this request: ${caller.problem}.`);
 
-    const grants: CallerGrants = caller.developer ? await this.deps.grants.forDeveloper(caller.developer.id, at) : NO_GRANTS;
+    let grants: CallerGrants = NO_GRANTS;
+    if (caller.developer) {
+      const found = this.deps.grants.forDeveloper(caller.developer.id, at);
+      grants = found instanceof Promise ? await found : found;
+    }
     const agent = caller.agentId === '' ? null : parseIdentityId(caller.agentId);
     const developer = caller.developer ? parseIdentityId(caller.developer.id) : null;
     const object = createPolicyObject({
