@@ -1,0 +1,55 @@
+/**
+ * The floor any Node gateway stands on: a node:http server that forwards every request to the upstream over a
+ * keep-alive undici Pool (the same client and pool size Reins uses) and streams the answer back. No parsing,
+ * no policy, no audit: only hop-by-hop headers are dropped, as any correct proxy must.
+ *
+ * Run as a child: node --import tsx bench/gateway-overhead/bare-proxy.ts <upstream origin>; prints {"ready":"<url>"}.
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { pipeline } from 'node:stream';
+import { Pool } from 'undici';
+import { installDiagnostics } from './diagnostics.js';
+
+if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
+
+const upstream = process.argv[2];
+if (!upstream) throw new Error('usage: bare-proxy.ts <upstream origin>');
+const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 });
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+
+function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+const server = createServer((req, res) => {
+  pool.request({ method: req.method as 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: req }).then(
+    (answer) => {
+      const headers: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+      }
+      res.writeHead(answer.statusCode, headers);
+      pipeline(answer.body, res, () => {});
+    },
+    (err: Error) => {
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `upstream: ${err.message}`, type: 'api_error', param: null, code: null } }));
+    },
+  );
+});
+server.keepAliveTimeout = 60_000;
+server.headersTimeout = 65_000;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  process.stdout.write(`${JSON.stringify({ ready: `http://127.0.0.1:${address.port}` })}\n`);
+});
+process.on('SIGTERM', () => process.exit(0));
+// The runner holds our stdin: when it goes away, however it died, so does this server.
+process.stdin.on('end', () => process.exit(0)).resume();

@@ -1,0 +1,131 @@
+/**
+ * The child processes of a run: each server and the load generator in a process of its own, so none shares an
+ * event loop with another, and /proc tells how much CPU each one spent.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { createInterface } from 'node:readline';
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  pid: number;
+  /** The last lines the process wrote, for error messages. */
+  tail(): string;
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+const TAIL_LINES = 30;
+
+export interface ChildOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Pin the process (all its threads) to this CPU with taskset, which execs node under the same pid. */
+  cpu?: number | null;
+  onLine?: (line: string) => void;
+}
+
+export function startChild(name: string, args: string[], options: ChildOptions = {}): Child {
+  const { env = process.env, cpu = null, onLine } = options;
+  const proc =
+    cpu === null
+      ? spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'] })
+      : spawn('taskset', ['--cpu-list', String(cpu), process.execPath, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  if (proc.pid === undefined) throw new Error(`${name}: could not start`);
+  const lines: string[] = [];
+  const keep = (line: string) => {
+    lines.push(line);
+    if (lines.length > TAIL_LINES) lines.shift();
+  };
+  // Both streams are always drained: a server whose pipe fills up would block on its next log write.
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    onLine?.(line);
+    keep(line);
+  });
+  createInterface({ input: proc.stderr! }).on('line', keep);
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    tail: () => lines.join('\n'),
+    exited,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGCONT'); // in case the runner froze it
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 3000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Starts a server child that prints {"ready":"<url>"} once listening, and waits for that line. */
+export async function startServer(name: string, args: string[], options: ChildOptions = {}): Promise<{ child: Child; url: string }> {
+  let announce: (url: string) => void = () => {};
+  const ready = new Promise<string>((resolve) => {
+    announce = resolve;
+  });
+  const child = startChild(name, args, {
+    ...options,
+    onLine: (line) => {
+      if (line.startsWith('{"ready":')) announce((JSON.parse(line) as { ready: string }).ready);
+      else options.onLine?.(line);
+    },
+  });
+  const url = await Promise.race([
+    ready,
+    child.exited.then((code) => {
+      throw new Error(`${name} exited with code ${code} before listening:\n${child.tail()}`);
+    }),
+    delay(60_000).then(() => {
+      throw new Error(`${name} did not listen within 60 s:\n${child.tail()}`);
+    }),
+  ]);
+  return { child, url };
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** User plus system CPU time of a process and all its threads (GC helpers included), in ms. */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
+/** Whether processes can be pinned: taskset is there and the machine has a second CPU. */
+export function canPin(): boolean {
+  try {
+    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return false;
+  }
+  return os.cpus().length >= 2;
+}
+
+/** CPU time the hypervisor gave to others while this machine wanted it (all cores), in ms. */
+export function stealMs(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  return Number(cpu[8] ?? 0) * CLOCK_TICK_MS;
+}

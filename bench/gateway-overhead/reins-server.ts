@@ -1,0 +1,46 @@
+/**
+ * One Reins replica in its own process, as `npm start` runs it but from the sources (tsx compiles them once at
+ * load; the request path runs the same JavaScript tsc would emit): in-memory PGlite or a PostgreSQL database,
+ * the bootstrap admin, and the fake upstream as the OpenAI provider. The production logger at level `warn`, so per-request logging is off as
+ * an operator would run it under load, while anything Reins warns about per call still costs what it costs.
+ *
+ * Run as a child: node --import tsx bench/gateway-overhead/reins-server.ts <upstream origin> <admin token> [<postgres url>];
+ * prints {"ready":"<url>"}.
+ */
+import { loadConfig } from '../../src/config/config.js';
+import { startReplica } from '../../src/server.js';
+import { installDiagnostics } from './diagnostics.js';
+import { UPSTREAM_KEY } from './payloads.js';
+
+if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
+
+const [upstream, admin, databaseUrl] = process.argv.slice(2);
+if (!upstream || !admin) throw new Error('usage: reins-server.ts <upstream origin> <admin token> [<postgres url>]');
+
+const yaml = `providers:\n  openai: { baseUrl: "${upstream}", apiKey: "${UPSTREAM_KEY}" }\n`;
+const config = loadConfig(
+  {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    // Without a database URL: embedded PGlite in memory, which runs inside this process and on its event loop.
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { REINS_DATA_DIR: 'memory' }),
+    REINS_BOOTSTRAP_ADMIN_TOKEN: admin,
+    LOG_LEVEL: 'warn',
+  },
+  yaml,
+);
+const replica = await startReplica(config);
+process.stdout.write(`${JSON.stringify({ ready: replica.url })}\n`);
+
+let closing = false;
+const close = () => {
+  if (closing) return;
+  closing = true;
+  replica.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.on('SIGTERM', close);
+// The runner holds our stdin: when it goes away, however it died, so does this server.
+process.stdin.on('end', close).resume();

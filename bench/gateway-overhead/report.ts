@@ -1,0 +1,229 @@
+/**
+ * From the rounds of a run to the figures the issue asks for: added latency against the direct upstream of the
+ * same round, throughput against the bare proxy, the targets with pass or fail, and the Markdown and console tables.
+ */
+import type { Diagnosis } from './diagnostics.js';
+import { type LatencySummary, type LoadResult, summarize as summarizeSamples } from './load.js';
+
+export const SCENARIOS = ['sequential', 'paced', 'max'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export interface RoundResult extends LoadResult {
+  round: number;
+  /** CPU the target's own process spent during the job (warm-up included), ms; null for the direct upstream. */
+  targetCpuMs: number | null;
+  /** CPU the fake upstream spent during the job, ms. */
+  upstreamCpuMs: number;
+  /** CPU the other, idle gateways spent during the job, ms: background work that competed with the measured one. */
+  idleGatewaysCpuMs: number;
+  /** Completions the fake upstream served during the job. */
+  upstreamServed: number;
+  /** Hypervisor steal during the job, ms over both cores. */
+  stealMs: number;
+  /** --diagnose: event-loop stalls and GC pauses inside the target during the job (warm-up included). */
+  diagnosis?: Diagnosis;
+}
+
+export interface TargetRecord {
+  name: string;
+  label: string;
+  measured: boolean;
+  /** Why it was not measured. */
+  reason?: string;
+  caveats: string[];
+  notes: string[];
+  rounds: Record<Scenario, RoundResult[]>;
+}
+
+/**
+ * A latency scenario: percentiles over every answer of every round pooled (the headline: a short round that holds
+ * a rare pause weighs as much as it should, no more), "added" as this target's pooled figure minus the direct
+ * upstream's, and each round's own p50 and p99 to show how steady they were.
+ */
+export interface LatencyFigures {
+  pooled: LatencySummary;
+  addedP50: number | null;
+  addedP99: number | null;
+  roundP50s: number[];
+  roundP99s: number[];
+}
+
+export interface TargetSummary {
+  name: string;
+  label: string;
+  sequential: LatencyFigures | null;
+  paced: (LatencyFigures & { achievedRps: number }) | null;
+  max: { rps: number; vsBare: number | null; p50: number; p99: number } | null;
+  /** Target process CPU per answered request in the max-throughput job, µs. */
+  cpuUsPerRequest: number | null;
+}
+
+export interface Check {
+  target: string;
+  limit: string;
+  value: string;
+  pass: boolean | null;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Every round's samples of one target and scenario, pooled (run.ts keeps them out of the JSON). */
+export type Pooled = Map<string, Partial<Record<Scenario, number[]>>>;
+
+function latencyFigures(rounds: RoundResult[], samples: number[] | undefined, direct: LatencySummary | null): LatencyFigures | null {
+  const pooled = samples ? summarizeSamples(samples) : null;
+  if (rounds.length === 0 || !pooled) return null;
+  return {
+    pooled,
+    addedP50: direct ? pooled.p50 - direct.p50 : null,
+    addedP99: direct ? pooled.p99 - direct.p99 : null,
+    roundP50s: rounds.map((r) => r.latency?.p50 ?? Number.NaN),
+    roundP99s: rounds.map((r) => r.latency?.p99 ?? Number.NaN),
+  };
+}
+
+export function summarize(records: TargetRecord[], pooled: Pooled): TargetSummary[] {
+  const direct = records.find((r) => r.name === 'direct' && r.measured);
+  const bare = records.find((r) => r.name === 'bare' && r.measured);
+  const bareRps = bare && bare.rounds.max.length > 0 ? median(bare.rounds.max.map((r) => r.rps)) : null;
+  const directSeq = direct ? summarizeSamples(pooled.get('direct')?.sequential ?? []) : null;
+  const directPaced = direct ? summarizeSamples(pooled.get('direct')?.paced ?? []) : null;
+  return records
+    .filter((r) => r.measured)
+    .map((rec) => {
+      const isDirect = rec.name === 'direct';
+      const max = rec.rounds.max;
+      const cpu = max.filter((r) => r.targetCpuMs !== null && r.ok + r.warmupOk > 0).map((r) => (r.targetCpuMs! * 1000) / (r.ok + r.warmupOk));
+      const paced = latencyFigures(rec.rounds.paced, pooled.get(rec.name)?.paced, isDirect ? null : directPaced);
+      return {
+        name: rec.name,
+        label: rec.label,
+        sequential: latencyFigures(rec.rounds.sequential, pooled.get(rec.name)?.sequential, isDirect ? null : directSeq),
+        paced: paced ? { ...paced, achievedRps: median(rec.rounds.paced.map((r) => r.rps)) } : null,
+        max:
+          max.length === 0
+            ? null
+            : {
+                rps: median(max.map((r) => r.rps)),
+                vsBare: bareRps ? median(max.map((r) => r.rps)) / bareRps : null,
+                p50: median(max.map((r) => r.latency?.p50 ?? Number.NaN)),
+                p99: median(max.map((r) => r.latency?.p99 ?? Number.NaN)),
+              },
+        cpuUsPerRequest: cpu.length > 0 ? median(cpu) : null,
+      };
+    });
+}
+
+const ms = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(3));
+const int = (v: number | null | undefined) => (v === null || v === undefined ? '-' : Math.round(v).toLocaleString('en-US'));
+const pct = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${(v * 100).toFixed(0)}%`);
+
+export interface Limits {
+  addedSeqP50Ms: number;
+  addedPacedP99Ms: number;
+  throughputVsBare: number;
+}
+
+export const LIMITS: Limits = { addedSeqP50Ms: 0.3, addedPacedP99Ms: 3, throughputVsBare: 2 / 3 };
+
+/** The issue's targets, for each Reins variant measured; `pass: null` when a figure it needs is missing. */
+export function checkTargets(summaries: TargetSummary[], rate: number): Check[] {
+  const portkey = summaries.find((s) => s.name === 'portkey');
+  const checks: Check[] = [];
+  for (const reins of summaries.filter((s) => s.name.startsWith('reins'))) {
+    const add = (limit: string, value: number | null | undefined, pass: (v: number) => boolean, show: (v: number | null | undefined) => string) => {
+      checks.push({ target: reins.name, limit, value: show(value), pass: value === null || value === undefined ? null : pass(value) });
+    };
+    add(`added p50, sequential <= ${LIMITS.addedSeqP50Ms} ms`, reins.sequential?.addedP50, (v) => v <= LIMITS.addedSeqP50Ms, (v) => `${ms(v)} ms`);
+    add(`added p99 at ${rate} requests/s <= ${LIMITS.addedPacedP99Ms} ms`, reins.paced?.addedP99, (v) => v <= LIMITS.addedPacedP99Ms, (v) => `${ms(v)} ms`);
+    add(`max throughput >= 2/3 of the bare proxy`, reins.max?.vsBare, (v) => v >= LIMITS.throughputVsBare, pct);
+    const vsPortkey = (label: string, r: number | null | undefined, p: number | null | undefined, lowerIsBetter: boolean, show: (v: number | null | undefined) => string) => {
+      const known = r !== null && r !== undefined && p !== null && p !== undefined;
+      checks.push({
+        target: reins.name,
+        limit: `${label} ${lowerIsBetter ? 'below' : 'above'} Portkey's`,
+        value: `${show(r)} vs ${show(p)}`,
+        pass: known ? (lowerIsBetter ? r < p : r > p) : null,
+      });
+    };
+    vsPortkey('added p50, sequential,', reins.sequential?.addedP50, portkey?.sequential?.addedP50, true, ms);
+    vsPortkey('added p99, sequential,', reins.sequential?.addedP99, portkey?.sequential?.addedP99, true, ms);
+    vsPortkey(`added p50 at ${rate}/s`, reins.paced?.addedP50, portkey?.paced?.addedP50, true, ms);
+    vsPortkey(`added p99 at ${rate}/s`, reins.paced?.addedP99, portkey?.paced?.addedP99, true, ms);
+    vsPortkey('max throughput', reins.max?.rps, portkey?.max?.rps, false, int);
+  }
+  return checks;
+}
+
+const HEADER = [
+  'target',
+  'seq p50',
+  'seq p99',
+  'added seq p50',
+  'added seq p99',
+  '@rate p50',
+  '@rate p99',
+  'added @rate p50',
+  'added @rate p99',
+  'max req/s',
+  'vs bare',
+  'CPU µs/req',
+];
+
+function row(s: TargetSummary): string[] {
+  return [
+    s.label,
+    ms(s.sequential?.pooled.p50),
+    ms(s.sequential?.pooled.p99),
+    ms(s.sequential?.addedP50),
+    ms(s.sequential?.addedP99),
+    ms(s.paced?.pooled.p50),
+    ms(s.paced?.pooled.p99),
+    ms(s.paced?.addedP50),
+    ms(s.paced?.addedP99),
+    int(s.max?.rps),
+    pct(s.max?.vsBare),
+    int(s.cpuUsPerRequest),
+  ];
+}
+
+export function markdownTable(summaries: TargetSummary[], rate: number): string {
+  const header = HEADER.map((h) => h.replace('@rate', `@${rate}/s`));
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const s of summaries) lines.push(`| ${row(s).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+export function consoleTable(summaries: TargetSummary[], rate: number): string {
+  const rows = [HEADER.map((h) => h.replace('@rate', `@${rate}`)), ...summaries.map(row)];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n');
+}
+
+export function checksText(checks: Check[]): string[] {
+  return checks.map((c) => `${c.pass === null ? 'n/a ' : c.pass ? 'PASS' : 'FAIL'}  ${c.target}: ${c.limit}: ${c.value}`);
+}
+
+/** --diagnose: per target and scenario, the median over rounds of what the target's process saw. */
+export function diagnosisLines(records: TargetRecord[]): string[] {
+  const lines: string[] = [];
+  for (const rec of records) {
+    for (const scenario of SCENARIOS) {
+      const ds = rec.rounds[scenario].map((r) => r.diagnosis).filter((d): d is Diagnosis => d !== undefined);
+      if (ds.length === 0) continue;
+      const m = (f: (d: Diagnosis) => number) => median(ds.map(f));
+      const major = m((d) => d.gcByKind.major?.maxMs ?? 0);
+      lines.push(
+        `${rec.name} ${scenario}: event loop busy ${(m((d) => d.loopUtilization) * 100).toFixed(0)}%, ` +
+          `lag p99 ${m((d) => d.loopDelayP99).toFixed(1)} ms, max ${m((d) => d.loopDelayMax).toFixed(1)} ms; ` +
+          `GC ${m((d) => d.gcPauses).toFixed(0)} pauses, ${m((d) => d.gcPauseTotalMs).toFixed(0)} ms in all, longest ${m((d) => d.gcPauseMaxMs).toFixed(1)} ms` +
+          ` (longest major ${major.toFixed(1)} ms)`,
+      );
+    }
+  }
+  return lines;
+}
