@@ -6,6 +6,7 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { registerAuditRoutes } from '../audit/routes.js';
 import type { Config } from '../config/config.js';
@@ -16,7 +17,7 @@ import type { AuditWriter } from '../audit/audit-writer.js';
 import type { CredentialCache } from '../gateway/credential-cache.js';
 import type { GrantLookup } from '../gateway/grants.js';
 import { LlmGovernance } from '../gateway/llm-governance.js';
-import { registerLlmGateway } from '../gateway/llm/routes.js';
+import { isGatewayRequest, LlmGateway, registerLlmGateway } from '../gateway/llm/routes.js';
 import type { PriceTable } from '../gateway/metering/prices.js';
 import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
@@ -60,7 +61,41 @@ export const REDACTED_LOG_PATHS = [
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify({
+  const gw = deps.gateway;
+  // The data plane, built first: the server hands it every /llm/ request before Fastify sees it.
+  let app: FastifyInstance | null = null;
+  const log = {
+    warn: (obj: object, msg: string) => app?.log.warn(obj, msg),
+    error: (obj: object, msg: string) => app?.log.error(obj, msg),
+  };
+  const uses = new TokenUseRecorder(deps.db);
+  const gatewayMetrics = registerGatewayMetrics(deps.registry, () => gw.audit.pending);
+  const gateway = new LlmGateway(
+    {
+      providers: deps.config.providers,
+      hooks: new LlmGovernance({
+        db: deps.db,
+        tiers: deps.tiers,
+        policies: gw.policies,
+        credentials: gw.credentials,
+        rules: gw.rules,
+        prices: gw.prices,
+        audit: gw.audit,
+        grants: gw.grants,
+        onTokenUse: (tokenId) => uses.touch(tokenId),
+        onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
+        onCompleted: gatewayMetrics.completed,
+      }),
+    },
+    log,
+  );
+
+  app = Fastify({
+    serverFactory: (handler) =>
+      createServer((req, res) => {
+        if (isGatewayRequest(req.url)) gateway.handle(req, res);
+        else handler(req, res);
+      }),
     logger: deps.logger,
     bodyLimit: deps.config.http.bodyLimitBytes,
     trustProxy: deps.config.http.trustProxy,
@@ -95,7 +130,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerAuth(app, deps.db);
   registerHttpMetrics(app, deps.registry);
   registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
-  const gw = deps.gateway;
   registerIdentityRoutes(app, {
     db: deps.db,
     onIdentityChange: (change: IdentityChange) => {
@@ -109,24 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
-  const uses = new TokenUseRecorder(deps.db);
-  const gatewayMetrics = registerGatewayMetrics(deps.registry, () => gw.audit.pending);
-  registerLlmGateway(app, {
-    providers: deps.config.providers,
-    hooks: new LlmGovernance({
-      db: deps.db,
-      tiers: deps.tiers,
-      policies: gw.policies,
-      credentials: gw.credentials,
-      rules: gw.rules,
-      prices: gw.prices,
-      audit: gw.audit,
-      grants: gw.grants,
-      onTokenUse: (tokenId) => uses.touch(tokenId),
-      onError: (err, what) => app.log.error({ err }, `gateway: ${what} failed`),
-      onCompleted: gatewayMetrics.completed,
-    }),
-  });
+  registerLlmGateway(app, gateway);
   await app.ready();
   return app;
 }

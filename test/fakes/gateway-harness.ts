@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { refusalMessage } from '../../src/gateway/llm/refusal.js';
-import { registerLlmGateway } from '../../src/gateway/llm/routes.js';
+import { LlmGateway, registerLlmGateway } from '../../src/gateway/llm/routes.js';
 import type { CallResult, GatewayCaller, GatewayDecision, LlmCall } from '../../src/gateway/llm/types.js';
 import { startFakeProviders, type FakeProviders } from './fake-providers.js';
 
@@ -31,7 +31,7 @@ export async function startGateway(options: { withoutProviders?: boolean; upstre
   const completed: { call: LlmCall; result: CallResult }[] = [];
   const app = Fastify({ logger: false });
   const settings = { baseUrl: options.upstreamOrigin ?? fake.origin, apiKey: PROVIDER_KEY };
-  registerLlmGateway(app, {
+  const gateway = new LlmGateway({
     providers: options.withoutProviders ? {} : { openai: settings, anthropic: settings, bedrock: { ...settings, region: 'us-east-1' } },
     hooks: {
       authenticate: async ({ secret }): Promise<GatewayCaller | null> => (secret === CLIENT_TOKEN ? { tokenId: 'tok_test', identityId: 'agent-test' } : null),
@@ -45,7 +45,9 @@ export async function startGateway(options: { withoutProviders?: boolean; upstre
         completed.push({ call, result });
       },
     },
-  });
+  }, app.log);
+  // Through Fastify's routes (hijacked): the replica tests cover the server's fast path.
+  registerLlmGateway(app, gateway);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   return {

@@ -1,13 +1,17 @@
 /**
- * The LLM gateway's routes: `/llm/openai/v1/…`, `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`.
+ * The LLM gateway: `/llm/openai/v1/…`, `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`.
  * Each call: the client's Reins secret -> caller, route and body -> LlmCall, decide -> refuse in the client's
  * protocol or forward, then report how it ended with the usage read on the way.
  *
- * Registered as an encapsulated plugin: bodies stay raw Buffers here (forwarded byte for byte) while the
- * control plane keeps its JSON parsing, and errors here answer in the provider's shape, not Reins'.
+ * The data path runs on plain node:http objects (`LlmGateway.handle`): the server hands every `/llm/` request
+ * to it before Fastify sees it, because Fastify's per-request machinery (routing, hooks, reply) was a large
+ * share of the gateway's CPU and the data plane needs none of it. The same routes are also registered with
+ * Fastify (`registerLlmGateway`), which describes them in the OpenAPI document and serves them through
+ * `app.inject`; both paths run the same code. Errors here answer in the provider's shape, not Reins'.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../http/access.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
@@ -23,6 +27,7 @@ export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 // The gateway authenticates with the provider-key header itself, so the control plane's auth hook lets it pass.
 const GATEWAY_ACCESS: Access = 'gateway';
+const METHODS = new Set(['GET', 'POST', 'DELETE']);
 
 const PROVIDER_TITLE: Record<ProviderName, string> = { openai: 'OpenAI', anthropic: 'Anthropic', bedrock: 'Amazon Bedrock runtime' };
 
@@ -43,13 +48,23 @@ const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
 
 const NO_METER: UsageMeter = { push: () => undefined, finish: () => undefined };
 
+export interface GatewayLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
 function providerOf(url: string): ProviderName | null {
   const name = /^\/llm\/([^/?]+)/.exec(url)?.[1];
   return PROVIDERS.find((p) => p === name) ?? null;
 }
 
-function answer(reply: FastifyReply, a: GatewayAnswer): FastifyReply {
-  return reply.status(a.status).headers(a.headers).send(a.body);
+function send(res: ServerResponse, a: GatewayAnswer): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(a.status, { ...a.headers, 'content-length': Buffer.byteLength(a.body) });
+  res.end(a.body);
 }
 
 function parseJson(body: Buffer | undefined, contentType: string | undefined): unknown {
@@ -61,37 +76,234 @@ function parseJson(body: Buffer | undefined, contentType: string | undefined): u
   }
 }
 
-export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps: LlmGatewayDeps<C>): void {
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** The data plane's request handler, on node:http objects. */
+export class LlmGateway<C = GatewayCaller> {
+  private readonly upstreams = new Upstreams();
+
+  constructor(
+    private readonly deps: LlmGatewayDeps<C>,
+    private readonly log: GatewayLog,
+  ) {}
+
+  close(): Promise<void> {
+    return this.upstreams.close();
+  }
+
+  /** Serves any request whose path starts with `/llm/`. Never throws; every failure answers in the provider's shape. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const method = req.method ?? 'GET';
+    // Claude Code probes this before its first call; it carries nothing to govern.
+    if (pathOf(url) === '/llm/anthropic/api/hello' && (method === 'GET' || method === 'HEAD')) {
+      req.resume();
+      res.writeHead(200, { 'content-length': 0 });
+      res.end();
+      return;
+    }
+    const provider = providerOf(url);
+    if (!provider) {
+      req.resume();
+      const body = JSON.stringify({ error: { code: 'not_found', message: `no LLM provider at ${pathOf(url)}; use /llm/openai, /llm/anthropic or /llm/bedrock` } });
+      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    if (!METHODS.has(method)) {
+      req.resume();
+      send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${pathOf(url)}; it serves ${describeRoutes(provider)}`));
+      return;
+    }
+    this.readBody(req, res, provider, (body) => this.serve(provider, req, res, body));
+  }
+
+  /** Serves a call whose body was already read (the Fastify route). */
+  serve(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): void {
+    this.call(provider, req, res, rawBody).catch((err: unknown) => {
+      this.log.error({ err }, 'gateway error');
+      send(res, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
+    });
+  }
+
+  private readBody(req: IncomingMessage, res: ServerResponse, provider: ProviderName, then: (body: Buffer | undefined) => void): void {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const tooLarge = () =>
+      send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
+    if (declared > GATEWAY_BODY_LIMIT) {
+      req.resume();
+      tooLarge();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > GATEWAY_BODY_LIMIT) {
+        failed = true;
+        tooLarge();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => {
+      if (failed) return;
+      then(size === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    });
+    req.once('error', () => {
+      failed = true;
+    });
+  }
+
+  private async call(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): Promise<void> {
+    const { deps } = this;
+    const started = performance.now();
+    const method = req.method ?? 'GET';
+    const route = (req.url ?? '/').slice(`/llm/${provider}`.length);
+    const path = pathOf(route);
+
+    const secret = clientSecret(provider, req.headers);
+    if (!secret) {
+      const where = provider === 'anthropic' ? 'x-api-key: <token> or Authorization: Bearer <token>' : 'Authorization: Bearer <token>';
+      return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
+    }
+    const caller = await deps.hooks.authenticate({ secret, provider, headers: req.headers });
+    if (caller === null) {
+      return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
+    }
+
+    const endpoint = matchEndpoint(provider, method, path);
+    if (!endpoint) {
+      return send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${path}; it serves ${describeRoutes(provider)}`));
+    }
+    const settings = deps.providers[provider];
+    if (!settings) {
+      return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${provider}: set providers.${provider} (baseUrl, apiKey) in the config file`));
+    }
+
+    const body = parseJson(rawBody, req.headers['content-type']);
+    const call: LlmCall<C> = {
+      caller,
+      provider,
+      route,
+      body,
+      bodyBytes: rawBody?.length ?? 0,
+      metered: endpoint.metered,
+      ...callFacts(provider, endpoint, body),
+    };
+
+    let reported = false;
+    const complete = (result: Omit<CallResult, 'durationMs'>): void => {
+      if (reported) return;
+      reported = true;
+      try {
+        deps.hooks.completed(call, { ...result, durationMs: performance.now() - started });
+      } catch (err) {
+        this.log.error({ err }, 'gateway completed hook threw');
+      }
+    };
+
+    const decision = await deps.hooks.decide(call);
+    if (decision.outcome === 'deny') {
+      const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
+      complete({ status: refusal.status, end: 'refused' });
+      return send(res, refusal);
+    }
+
+    // A client that goes away while the provider is still thinking cancels the upstream call. The signal is an
+    // EventEmitter, which undici accepts: an AbortController (and the DOMException of its abort) per call was a
+    // measurable share of the gateway's CPU.
+    const cancel = new EventEmitter();
+    let cancelled = false;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      cancelled = true;
+      cancel.emit('abort');
+    });
+
+    let upstream;
+    try {
+      upstream = await this.upstreams.pool(settings.baseUrl).request({
+        method: method as 'GET' | 'POST' | 'DELETE',
+        path: route,
+        headers: upstreamHeaders(req.headers, providerCredential(provider, settings)),
+        body: rawBody,
+        signal: cancel,
+      });
+    } catch (err) {
+      if (cancelled) {
+        complete({ status: 499, end: 'client_aborted' });
+        return;
+      }
+      this.log.warn({ err, provider }, 'upstream unreachable');
+      const origin = new URL(settings.baseUrl).origin;
+      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
+      complete({ status: failed.status, end: 'upstream_unreachable' });
+      return send(res, failed);
+    }
+
+    const status = upstream.statusCode;
+    const answerBody = upstream.body;
+    // The meter sees each chunk on its way to the client; it never holds the stream back.
+    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(upstream.headers) : NO_METER;
+    let upstreamFailed = false;
+    answerBody.once('error', () => {
+      if (!cancelled) upstreamFailed = true;
+      res.destroy();
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) answerBody.destroy();
+      const usage = meter.finish();
+      const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
+      complete(usage ? { status, end, usage } : { status, end });
+    });
+    res.writeHead(status, downstreamHeaders(upstream.headers));
+    if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
+    answerBody.pipe(res);
+  }
+}
+
+function observe(meter: UsageMeter, chunk: Buffer): void {
+  try {
+    meter.push(chunk);
+  } catch {
+    // metering must never break the answer
+  }
+}
+
+/**
+ * Registers the gateway's routes with Fastify: the OpenAPI description and `app.inject` see them. Requests that
+ * reach the server's socket are served by `gateway.handle` before Fastify (see http/app.ts); these handlers hand
+ * Fastify's raw request and response to the same code.
+ */
+export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<C>): void {
   void app.register(
     async (scope) => {
-      const upstreams = new Upstreams();
-      scope.addHook('onClose', async () => upstreams.close());
-
+      scope.addHook('onClose', async () => gateway.close());
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: GATEWAY_BODY_LIMIT }, (_request, body, done) => {
         done(null, body);
       });
-
-      scope.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const reply = (r: FastifyReply, a: GatewayAnswer) => r.status(a.status).headers(a.headers).send(a.body);
+      scope.setErrorHandler((err: FastifyError, request: FastifyRequest, r: FastifyReply) => {
         const provider = providerOf(request.url) ?? 'openai';
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-          return answer(reply, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
+          return reply(r, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         }
         const status = err.statusCode ?? 500;
-        if (status >= 400 && status < 500) return answer(reply, gatewayAnswer(provider, 'bad_request', err.message, status));
+        if (status >= 400 && status < 500) return reply(r, gatewayAnswer(provider, 'bad_request', err.message, status));
         request.log.error({ err }, 'gateway error');
-        return answer(reply, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
+        return reply(r, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
       });
-
-      scope.setNotFoundHandler((request, reply) => {
-        const provider = providerOf(request.url);
-        if (!provider) {
-          return reply.status(404).send({ error: { code: 'not_found', message: `no LLM provider at ${request.url.split('?')[0]}; use /llm/openai, /llm/anthropic or /llm/bedrock` } });
-        }
-        return answer(reply, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${request.method} ${request.url.split('?')[0]}; it serves ${describeRoutes(provider)}`));
+      scope.setNotFoundHandler((request, r) => {
+        r.hijack();
+        gateway.handle(request.raw, r.raw);
       });
-
-      // Claude Code probes this before its first call; it carries nothing to govern.
       scope.route({
         method: ['GET', 'HEAD'],
         url: '/anthropic/api/hello',
@@ -99,7 +311,6 @@ export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps
         schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
         handler: async (_request, reply) => reply.status(200).send(),
       });
-
       for (const provider of PROVIDERS) {
         scope.route({
           method: ['GET', 'POST', 'DELETE'],
@@ -111,7 +322,10 @@ export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps
             description: GATEWAY_DESCRIPTION,
             security: [{ bearer: [] }],
           },
-          handler: (request, reply) => handleCall(provider, request, reply, deps, upstreams),
+          handler: (request, reply) => {
+            reply.hijack();
+            gateway.serve(provider, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
+          },
         });
       }
     },
@@ -119,118 +333,7 @@ export function registerLlmGateway<C = GatewayCaller>(app: FastifyInstance, deps
   );
 }
 
-async function handleCall<C>(provider: ProviderName, request: FastifyRequest, reply: FastifyReply, deps: LlmGatewayDeps<C>, upstreams: Upstreams): Promise<FastifyReply> {
-  const started = performance.now();
-  const route = request.url.slice(`/llm/${provider}`.length);
-  const path = route.split('?')[0] ?? route;
-
-  const secret = clientSecret(provider, request.headers);
-  if (!secret) {
-    const where = provider === 'anthropic' ? 'x-api-key: <token> or Authorization: Bearer <token>' : 'Authorization: Bearer <token>';
-    return answer(reply, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
-  }
-  const caller = await deps.hooks.authenticate({ secret, provider, headers: request.headers });
-  if (caller === null) {
-    return answer(reply, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
-  }
-
-  const endpoint = matchEndpoint(provider, request.method, path);
-  if (!endpoint) {
-    return answer(reply, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${request.method} ${path}; it serves ${describeRoutes(provider)}`));
-  }
-  const settings = deps.providers[provider];
-  if (!settings) {
-    return answer(reply, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${provider}: set providers.${provider} (baseUrl, apiKey) in the config file`));
-  }
-
-  const rawBody = Buffer.isBuffer(request.body) ? request.body : undefined;
-  const body = parseJson(rawBody, request.headers['content-type']);
-  const call: LlmCall<C> = {
-    caller,
-    provider,
-    route,
-    body,
-    bodyBytes: rawBody?.length ?? 0,
-    metered: endpoint.metered,
-    ...callFacts(provider, endpoint, body),
-  };
-
-  let reported = false;
-  const complete = (result: Omit<CallResult, 'durationMs'>): void => {
-    if (reported) return;
-    reported = true;
-    try {
-      deps.hooks.completed(call, { ...result, durationMs: performance.now() - started });
-    } catch (err) {
-      request.log.error({ err }, 'gateway completed hook threw');
-    }
-  };
-
-  const decision = await deps.hooks.decide(call);
-  if (decision.outcome === 'deny') {
-    const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
-    complete({ status: refusal.status, end: 'refused' });
-    return answer(reply, refusal);
-  }
-
-  // A client that goes away while the provider is still thinking cancels the upstream call. The signal is an
-  // EventEmitter, which undici accepts: an AbortController (and the DOMException of its abort) per call was a
-  // measurable share of the gateway's CPU.
-  const cancel = new EventEmitter();
-  let cancelled = false;
-  reply.raw.once('close', () => {
-    if (reply.raw.writableFinished) return;
-    cancelled = true;
-    cancel.emit('abort');
-  });
-
-  let upstream;
-  try {
-    upstream = await upstreams.pool(settings.baseUrl).request({
-      method: request.method as 'GET' | 'POST' | 'DELETE',
-      path: route,
-      headers: upstreamHeaders(request.headers, providerCredential(provider, settings)),
-      body: rawBody,
-      signal: cancel,
-    });
-  } catch (err) {
-    if (cancelled) {
-      complete({ status: 499, end: 'client_aborted' });
-      return reply;
-    }
-    request.log.warn({ err, provider }, 'upstream unreachable');
-    const origin = new URL(settings.baseUrl).origin;
-    const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
-    complete({ status: failed.status, end: 'upstream_unreachable' });
-    return answer(reply, failed);
-  }
-
-  const status = upstream.statusCode;
-  const answerBody = upstream.body;
-  // The meter sees each chunk as Fastify pipes the body to the client; it never holds the stream back.
-  const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(upstream.headers) : NO_METER;
-  if (meter !== NO_METER) {
-    answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
-    // A 'data' listener starts the flow; nothing may flow before Fastify's pipe to the client is attached
-    // (after its onSend hooks), which resumes the stream.
-    answerBody.pause();
-  }
-  let upstreamFailed = false;
-  answerBody.once('error', () => {
-    if (!cancelled) upstreamFailed = true;
-  });
-  reply.raw.once('close', () => {
-    const usage = meter.finish();
-    const end = reply.raw.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
-    complete(usage ? { status, end, usage } : { status, end });
-  });
-  return reply.status(status).headers(downstreamHeaders(upstream.headers)).send(answerBody);
-}
-
-function observe(meter: UsageMeter, chunk: Buffer): void {
-  try {
-    meter.push(chunk);
-  } catch {
-    // metering must never break the answer
-  }
+/** Whether a request belongs to the data plane's fast path. */
+export function isGatewayRequest(url: string | undefined): boolean {
+  return url !== undefined && url.startsWith('/llm/');
 }
