@@ -1,14 +1,16 @@
 /**
- * One Reins replica in its own process, as `npm start` runs it but from the sources (tsx compiles them once at
- * load; the request path runs the same JavaScript tsc would emit): in-memory PGlite or a PostgreSQL database,
+ * One Reins replica in its own process, as `npm start` runs it (from dist/, which run.ts builds first): in-memory PGlite or a PostgreSQL database,
  * the bootstrap admin, and the fake upstream as the OpenAI provider. The production logger at level `warn`, so per-request logging is off as
  * an operator would run it under load, while anything Reins warns about per call still costs what it costs.
  *
  * Run as a child: node --import tsx bench/gateway-overhead/reins-server.ts <upstream origin> <admin token> [<postgres url>];
  * prints {"ready":"<url>"}.
  */
-import { loadConfig } from '../../src/config/config.js';
-import { startReplica } from '../../src/server.js';
+// The built server (run.ts builds it first), not the sources through tsx: tsx's transform adds helpers to every
+// closure, which is not what an operator runs.
+const dist = new URL('../../dist/', import.meta.url).href;
+const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
+const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
 import { installDiagnostics } from './diagnostics.js';
 import { UPSTREAM_KEY } from './payloads.js';
 

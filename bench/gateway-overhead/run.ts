@@ -83,6 +83,11 @@ for (const name of only) {
 }
 only.add('direct'); // every added-latency figure is relative to it
 
+// Reins runs from dist/, as `npm start` runs it: build it now so the figures are of the current sources.
+if (only.has('reins') || only.has('reins-pg')) {
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+}
+
 const LABELS: Record<TargetName, string> = {
   direct: 'upstream, direct',
   bare: 'bare Node proxy',
