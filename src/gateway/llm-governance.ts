@@ -8,17 +8,15 @@
  * Nothing here queries the store on the common path except the budget reservation, and that only when a
  * budget rule binds the call.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { AuditInput } from '../audit/audit.js';
 import type { AuditWriter } from '../audit/audit-writer.js';
-import type { Actor } from '../identity/actor.js';
-import { parseIdentityId } from '../identity/ids.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { Decision } from '../policy/decision.js';
 import { evaluate, preparePolicyObject } from '../policy/engine.js';
-import { createPolicyObject, type AutonomyTier, type DeveloperRole } from '../policy/policy-object.js';
+import { createPolicyObject, type AutonomyTier } from '../policy/policy-object.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import type { Db } from '../store/db.js';
+import { callerActor, callerSections, callerSubject, resolveCaller, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import { refusalMessage } from './llm/refusal.js';
@@ -27,24 +25,6 @@ import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.j
 import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
 import { reserveBudget, settleBudget, type Reservation } from './rules/budget-store.js';
 import type { GatewayRules } from './rules/gateway-rules.js';
-
-export const SESSION_HEADER = 'x-reins-session';
-export const AGENT_HEADER = 'x-reins-agent';
-const SESSION_ID = /^[\x21-\x7e]{1,200}$/;
-
-/** Who is calling, from the credential and the Reins headers; the tier is read at decision time. */
-export interface GovernedCaller {
-  tokenId: string;
-  /** The credential's identity: the developer of a personal access token, the agent of an agent key. */
-  identityId: string;
-  developer: { id: string; role: DeveloperRole } | null;
-  /** The agent identity; '' when a developer's own tool is the agent. */
-  agentId: string;
-  /** '' for agent keys: they have no session. */
-  sessionId: string;
-  /** A bad Reins header: refused in decide, in the client's protocol. */
-  problem: string | null;
-}
 
 /** What decide learned, kept for the audit event and the budget settlement. */
 interface CallContext {
@@ -73,15 +53,6 @@ export interface LlmGovernanceDeps {
   onCompleted?: (provider: string, outcome: string, refusal: string | null) => void;
 }
 
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function utcDay(d: Date): string {
-  return d.toISOString().slice(0, 10);
-}
-
 const routeNames = new Map<string, string>();
 
 /** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix (memoised: few distinct routes). */
@@ -107,37 +78,8 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
   constructor(private readonly deps: LlmGovernanceDeps) {}
 
-  async authenticate(credential: GatewayCredential): Promise<GovernedCaller | null> {
-    const c = this.deps.credentials.cached(credential.secret) ?? (await this.deps.credentials.authenticate(credential.secret));
-    if (!c) return null;
-    this.deps.onTokenUse?.(c.tokenId);
-    if (c.kind === 'agent') {
-      return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', problem: null };
-    }
-    const now = new Date();
-    const sentSession = header(credential.headers, SESSION_HEADER);
-    const sentAgent = header(credential.headers, AGENT_HEADER);
-    let problem: string | null = null;
-    if (sentSession !== undefined && !SESSION_ID.test(sentSession)) {
-      problem = `the X-Reins-Session header must be 1 to 200 visible ASCII characters`;
-    }
-    let agentId = '';
-    if (sentAgent !== undefined && sentAgent !== '') {
-      if (parseIdentityId(sentAgent) === null || this.deps.tiers.resolve(sentAgent) === null) {
-        problem ??= `X-Reins-Agent names ${JSON.stringify(sentAgent.slice(0, 100))}, which is not an agent identity in Reins; send the id of an existing agent (<namespace>/<name>) or leave the header out`;
-      } else {
-        agentId = sentAgent;
-      }
-    }
-    return {
-      tokenId: c.tokenId,
-      identityId: c.identityId,
-      developer: { id: c.identityId, role: c.role ?? 'developer' },
-      agentId,
-      // One session per token and (UTC) day when the tool does not name its own.
-      sessionId: sentSession !== undefined && problem === null ? sentSession : `${c.tokenId}:${utcDay(now)}`,
-      problem,
-    };
+  authenticate(credential: GatewayCredential): Promise<GovernedCaller | null> {
+    return resolveCaller(this.deps, credential.secret, credential.headers);
   }
 
   async decide(call: LlmCall<GovernedCaller>): Promise<GatewayDecision> {
@@ -147,11 +89,11 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     if (room) await room;
     const caller = call.caller;
     const at = new Date();
-    const resolved = caller.agentId === '' ? null : this.deps.tiers.resolve(caller.agentId);
+    const sections = callerSections(caller, this.deps.tiers);
     const ctx: CallContext = {
       at,
-      tier: resolved?.autonomyTier ?? 'T2',
-      explicitTier: resolved?.explicit ?? false,
+      tier: sections.agent.autonomyTier,
+      explicitTier: sections.explicitTier,
       decision: null,
       refusal: null,
       price: null,
@@ -171,15 +113,11 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       const found = this.deps.grants.forDeveloper(caller.developer.id, at);
       grants = found instanceof Promise ? await found : found;
     }
-    const agent = caller.agentId === '' ? null : parseIdentityId(caller.agentId);
-    const developer = caller.developer ? parseIdentityId(caller.developer.id) : null;
     const object = createPolicyObject({
       request: { type: 'llm' },
-      agent: { id: caller.agentId, namespace: agent?.namespace ?? '', name: agent?.name ?? '', autonomyTier: ctx.tier },
-      developer: caller.developer
-        ? { id: caller.developer.id, namespace: developer?.namespace ?? '', name: developer?.name ?? '', role: caller.developer.role }
-        : {},
-      session: { id: caller.sessionId },
+      agent: sections.agent,
+      developer: sections.developer,
+      session: sections.session,
       llm: {
         provider: call.provider,
         route: policyRoute(call.provider, call.route),
@@ -274,16 +212,14 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     if (ctx && ctx.reservations.length > 0) {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
     }
-    const actor: Actor = caller.developer
-      ? { kind: 'developer', identityId: caller.developer.id, role: caller.developer.role, via: 'token', tokenId: caller.tokenId }
-      : { kind: 'agent', identityId: caller.identityId, tokenId: caller.tokenId };
+    const actor = callerActor(caller);
     const decision = ctx?.decision;
     const event: AuditInput = {
       type: 'llm',
       action: 'llm.request',
       actor,
       outcome: result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 ? 'error' : 'ok',
-      subject: caller.agentId !== '' ? caller.agentId : caller.identityId,
+      subject: callerSubject(caller),
       data: {
         provider: call.provider,
         route: policyRoute(call.provider, call.route),

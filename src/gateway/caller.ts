@@ -1,0 +1,108 @@
+/**
+ * Who is calling, for every plane of the gateway (LLM, MCP, egress): from the Reins credential and the Reins
+ * headers only, never from a body. With an agent key the agent is the key's identity and there is no session;
+ * with a personal access token there is a developer, a session (`X-Reins-Session`, else one per token and UTC
+ * day) and the agent named by `X-Reins-Agent`, else the tool itself (empty id, tier T2).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Actor } from '../identity/actor.js';
+import { parseIdentityId } from '../identity/ids.js';
+import type { TierCache } from '../identity/tier-cache.js';
+import type { AgentSection, AutonomyTier, DeveloperRole, DeveloperSection, SessionSection } from '../policy/policy-object.js';
+import type { CredentialCache } from './credential-cache.js';
+
+export const SESSION_HEADER = 'x-reins-session';
+export const AGENT_HEADER = 'x-reins-agent';
+const SESSION_ID = /^[\x21-\x7e]{1,200}$/;
+
+export interface GovernedCaller {
+  tokenId: string;
+  /** The credential's identity: the developer of a personal access token, the agent of an agent key. */
+  identityId: string;
+  developer: { id: string; role: DeveloperRole } | null;
+  /** The agent identity; '' when a developer's own tool is the agent. */
+  agentId: string;
+  /** '' for agent keys: they have no session. */
+  sessionId: string;
+  /** A bad Reins header: refused at decision time, in the client's protocol. */
+  problem: string | null;
+}
+
+export interface CallerDeps {
+  credentials: CredentialCache;
+  tiers: TierCache;
+  onTokenUse?: (tokenId: string) => void;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The caller a Reins secret and the request's headers stand for, or null for an unknown, revoked or expired secret. */
+export async function resolveCaller(deps: CallerDeps, secret: string, headers: IncomingHttpHeaders): Promise<GovernedCaller | null> {
+  const c = deps.credentials.cached(secret) ?? (await deps.credentials.authenticate(secret));
+  if (!c) return null;
+  deps.onTokenUse?.(c.tokenId);
+  if (c.kind === 'agent') {
+    return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', problem: null };
+  }
+  const sentSession = header(headers, SESSION_HEADER);
+  const sentAgent = header(headers, AGENT_HEADER);
+  let problem: string | null = null;
+  if (sentSession !== undefined && !SESSION_ID.test(sentSession)) {
+    problem = `the X-Reins-Session header must be 1 to 200 visible ASCII characters`;
+  }
+  let agentId = '';
+  if (sentAgent !== undefined && sentAgent !== '') {
+    if (parseIdentityId(sentAgent) === null || deps.tiers.resolve(sentAgent) === null) {
+      problem ??= `X-Reins-Agent names ${JSON.stringify(sentAgent.slice(0, 100))}, which is not an agent identity in Reins; send the id of an existing agent (<namespace>/<name>) or leave the header out`;
+    } else {
+      agentId = sentAgent;
+    }
+  }
+  return {
+    tokenId: c.tokenId,
+    identityId: c.identityId,
+    developer: { id: c.identityId, role: c.role ?? 'developer' },
+    agentId,
+    // One session per token and (UTC) day when the tool does not name its own.
+    sessionId: sentSession !== undefined && problem === null ? sentSession : `${c.tokenId}:${new Date().toISOString().slice(0, 10)}`,
+    problem,
+  };
+}
+
+export interface CallerSections {
+  agent: Partial<AgentSection> & { autonomyTier: AutonomyTier };
+  developer: Partial<DeveloperSection>;
+  session: SessionSection;
+  /** Whether the tier was assigned (false: the T2 default). */
+  explicitTier: boolean;
+}
+
+/** The caller's part of the policy object, with the agent's tier as it is at this moment. */
+export function callerSections(caller: GovernedCaller, tiers: TierCache): CallerSections {
+  const resolved = caller.agentId === '' ? null : tiers.resolve(caller.agentId);
+  const agent = caller.agentId === '' ? null : parseIdentityId(caller.agentId);
+  const developer = caller.developer ? parseIdentityId(caller.developer.id) : null;
+  return {
+    agent: { id: caller.agentId, namespace: agent?.namespace ?? '', name: agent?.name ?? '', autonomyTier: resolved?.autonomyTier ?? 'T2' },
+    developer: caller.developer
+      ? { id: caller.developer.id, namespace: developer?.namespace ?? '', name: developer?.name ?? '', role: caller.developer.role }
+      : {},
+    session: { id: caller.sessionId },
+    explicitTier: resolved?.explicit ?? false,
+  };
+}
+
+/** Who the audit log names as acting: the token's identity. */
+export function callerActor(caller: GovernedCaller): Actor {
+  return caller.developer
+    ? { kind: 'developer', identityId: caller.developer.id, role: caller.developer.role, via: 'token', tokenId: caller.tokenId }
+    : { kind: 'agent', identityId: caller.identityId, tokenId: caller.tokenId };
+}
+
+/** The identity an audit event is about: the agent, or the developer when the tool itself is the agent. */
+export function callerSubject(caller: GovernedCaller): string {
+  return caller.agentId !== '' ? caller.agentId : caller.identityId;
+}
