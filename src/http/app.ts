@@ -19,6 +19,10 @@ import type { GrantLookup } from '../gateway/grants.js';
 import { LlmGovernance } from '../gateway/llm-governance.js';
 import { isGatewayRequest, LlmGateway, registerLlmGateway } from '../gateway/llm/routes.js';
 import type { PriceTable } from '../gateway/metering/prices.js';
+import { resolveCaller } from '../gateway/caller.js';
+import { REINS_MCP_PATH, registerReinsMcpRoute } from '../gateway/reins-mcp/route.js';
+import { ReinsMcpServer } from '../gateway/reins-mcp/server.js';
+import { REINS_VERSION } from '../version.js';
 import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
 import { registerSpendRoutes } from '../gateway/spend.js';
@@ -90,10 +94,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log,
   );
 
+  const reinsMcp = new ReinsMcpServer({
+    resolve: (secret, headers) => resolveCaller({ credentials: gw.credentials, tiers: deps.tiers, onTokenUse: (id) => uses.touch(id) }, secret, headers),
+    desk: null,
+    version: REINS_VERSION,
+    log,
+  });
+
   app = Fastify({
+    // The data plane is served on node:http objects before Fastify's request pipeline (see gateway/llm/routes.ts).
     serverFactory: (handler) =>
       createServer((req, res) => {
-        if (isGatewayRequest(req.url)) gateway.handle(req, res);
+        const url = req.url ?? '';
+        if (isGatewayRequest(url)) gateway.handle(req, res);
+        else if (url === REINS_MCP_PATH || url.startsWith(`${REINS_MCP_PATH}?`)) reinsMcp.handle(req, res);
         else handler(req, res);
       }),
     logger: deps.logger,
@@ -144,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
   registerLlmGateway(app, gateway);
+  registerReinsMcpRoute(app, reinsMcp);
   await app.ready();
   return app;
 }
