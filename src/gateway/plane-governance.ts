@@ -1,0 +1,175 @@
+/**
+ * Policy decisions and audit for the MCP and egress planes: the caller (credential and Reins headers), the
+ * policy object with the agent's tier at this moment, the caller's grants, one decision, and one audit event
+ * per decided call (type `mcp` or `egress`; only egress events carry the destination host).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AuditWriter } from '../audit/audit-writer.js';
+import type { TierCache } from '../identity/tier-cache.js';
+import type { Decision } from '../policy/decision.js';
+import { evaluate, preparePolicyObject } from '../policy/engine.js';
+import { canonicalHost, createPolicyObject, type AutonomyTier, type JsonValue, type ToolAnnotations } from '../policy/policy-object.js';
+import type { PolicySet } from '../policy/policy-set.js';
+import { callerActor, callerSections, callerSubject, resolveCaller, type GovernedCaller } from './caller.js';
+import type { CredentialCache } from './credential-cache.js';
+import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
+import { refusalMessage } from './llm/refusal.js';
+
+export interface PlaneGovernanceDeps {
+  tiers: TierCache;
+  policies: PolicySet;
+  credentials: CredentialCache;
+  audit: AuditWriter;
+  grants: GrantLookup;
+  onTokenUse?: (tokenId: string) => void;
+  onError?: (err: Error, what: string) => void;
+  onCompleted?: (plane: string, outcome: string, refusal: string | null) => void;
+}
+
+export interface McpCallFacts {
+  server: string;
+  tool: string;
+  arguments: { [key: string]: JsonValue };
+  /** As the upstream declared them in tools/list; undeclared hints take MCP's defaults. */
+  annotations: Partial<ToolAnnotations>;
+}
+
+export interface EgressFacts {
+  host: string;
+  port: number;
+  scheme: 'http' | 'https';
+  /** The HTTP method; CONNECT for a tunnel. */
+  method: string;
+}
+
+/** The outcome of one decision, with what the audit event needs. */
+export interface PlaneVerdict {
+  outcome: 'allow' | 'deny';
+  /** The sentence the person sees when denied. */
+  message: string;
+  reason: 'policy' | 'approval_required' | 'bad_request' | null;
+  tier: AutonomyTier;
+  explicitTier: boolean;
+  decision: Decision | null;
+  exempted: string[];
+}
+
+export interface PlaneResult {
+  status: number;
+  end: 'forwarded' | 'refused' | 'upstream_unreachable' | 'client_aborted';
+  durationMs: number;
+  isError?: boolean;
+  bytesUp?: number;
+  bytesDown?: number;
+}
+
+export class PlaneGovernance {
+  constructor(private readonly deps: PlaneGovernanceDeps) {}
+
+  authenticate(secret: string, headers: IncomingHttpHeaders): Promise<GovernedCaller | null> {
+    return resolveCaller(this.deps, secret, headers);
+  }
+
+  async decideMcp(caller: GovernedCaller, facts: McpCallFacts): Promise<PlaneVerdict> {
+    return this.decide(caller, 'mcp', { mcp: facts });
+  }
+
+  async decideEgress(caller: GovernedCaller, facts: EgressFacts): Promise<PlaneVerdict> {
+    return this.decide(caller, 'egress', { egress: { ...facts, host: canonicalHost(facts.host) } });
+  }
+
+  private async decide(caller: GovernedCaller, type: 'mcp' | 'egress', section: { mcp?: McpCallFacts; egress?: EgressFacts }): Promise<PlaneVerdict> {
+    const room = this.deps.audit.ready();
+    if (room) await room;
+    const sections = callerSections(caller, this.deps.tiers);
+    const base = { tier: sections.agent.autonomyTier, explicitTier: sections.explicitTier, exempted: [] as string[] };
+    if (caller.problem) {
+      return { ...base, outcome: 'deny', message: `Reins refused this request: ${caller.problem}.`, reason: 'bad_request', decision: null };
+    }
+    let grants: CallerGrants = NO_GRANTS;
+    if (caller.developer) {
+      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date());
+      grants = found instanceof Promise ? await found : found;
+    }
+    const object = createPolicyObject({ request: { type }, agent: sections.agent, developer: sections.developer, session: sections.session, ...section });
+    const decision = evaluate(this.deps.policies.policies, preparePolicyObject(object), { exemptPolicies: grants.exemptPolicies });
+    const exempted = grants.exemptPolicies.size > 0 ? [...grants.exemptPolicies] : [];
+    const p = decision.decidingPolicy;
+    if (decision.outcome === 'deny' && p) {
+      return { ...base, exempted, outcome: 'deny', message: refusalMessage(p.name, p.message), reason: 'policy', decision };
+    }
+    if (decision.outcome === 'approve' && p) {
+      // Held calls come with the human-review workflow; until then an approve outcome stops the call and says why.
+      return {
+        ...base,
+        exempted,
+        outcome: 'deny',
+        message: `Reins policy "${p.name}" requires a person to approve this ${type === 'mcp' ? 'tool call' : 'connection'}, and this Reins does not yet park calls for approval: ${p.message}`,
+        reason: 'approval_required',
+        decision,
+      };
+    }
+    return { ...base, exempted, outcome: 'allow', message: '', reason: null, decision };
+  }
+
+  recordMcp(caller: GovernedCaller, facts: McpCallFacts, verdict: PlaneVerdict, result: PlaneResult): void {
+    this.record(caller, 'mcp', 'mcp.tool_call', null, { server: facts.server, tool: facts.tool, annotations: facts.annotations }, verdict, result);
+  }
+
+  recordEgress(caller: GovernedCaller, facts: EgressFacts, verdict: PlaneVerdict, result: PlaneResult): void {
+    this.record(
+      caller,
+      'egress',
+      facts.method === 'CONNECT' ? 'egress.connect' : 'egress.request',
+      canonicalHost(facts.host),
+      { port: facts.port, scheme: facts.scheme, method: facts.method },
+      verdict,
+      result,
+    );
+  }
+
+  private record(
+    caller: GovernedCaller,
+    type: 'mcp' | 'egress',
+    action: string,
+    host: string | null,
+    facts: Record<string, unknown>,
+    verdict: PlaneVerdict,
+    result: PlaneResult,
+  ): void {
+    const d = verdict.decision;
+    const outcome = result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 || result.isError ? 'error' : 'ok';
+    this.deps.onCompleted?.(type, outcome, verdict.reason);
+    try {
+      void this.deps.audit.enqueue({
+        type,
+        action,
+        actor: callerActor(caller),
+        outcome,
+        subject: callerSubject(caller),
+        host,
+        data: {
+          ...facts,
+          agent: { id: caller.agentId, tier: verdict.tier, explicitTier: verdict.explicitTier },
+          developer: caller.developer?.id ?? null,
+          session: caller.sessionId === '' ? null : caller.sessionId,
+          tokenId: caller.tokenId,
+          decision: d?.outcome ?? (verdict.outcome === 'deny' ? 'deny' : 'allow'),
+          policy: d?.decidingPolicy?.name ?? null,
+          matched: d?.matched.map((m) => m.name) ?? [],
+          flagged: d?.audit ?? false,
+          ...(d && d.errors.length > 0 ? { policyErrors: d.errors } : {}),
+          ...(verdict.exempted.length ? { exemptedBy: 'grant', exempted: verdict.exempted } : {}),
+          ...(verdict.outcome === 'deny' ? { refusal: { reason: verdict.reason, message: verdict.message } } : {}),
+          status: result.status,
+          end: result.end,
+          durationMs: Math.round(result.durationMs * 1000) / 1000,
+          ...(result.isError !== undefined ? { isError: result.isError } : {}),
+          ...(result.bytesUp !== undefined ? { bytesUp: result.bytesUp, bytesDown: result.bytesDown ?? 0 } : {}),
+        },
+      });
+    } catch (err) {
+      this.deps.onError?.(err as Error, 'audit enqueue');
+    }
+  }
+}
