@@ -100,6 +100,8 @@ const FileConfig = Type.Object(
           auditQueue: Type.Optional(Type.Integer({ minimum: 100, maximum: 1_000_000 })),
           // How often every replica re-reads policies and budget/model-access rules, the safety net under NOTIFY.
           rulesRefreshSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 300 })),
+          // Remove from MCP tools/list the tools the policies refuse this caller whatever the arguments.
+          hideDeniedTools: Type.Optional(Type.Boolean()),
         },
         { additionalProperties: false },
       ),
@@ -142,7 +144,7 @@ export interface Config {
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
-  gateway: { auditQueue: number; rulesRefreshSeconds: number };
+  gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean };
   http: { bodyLimitBytes: number; trustProxy: boolean };
 }
 
@@ -262,7 +264,11 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },
     sessions: { ttlSeconds: f.sessions?.ttlSeconds ?? 12 * 3600 },
     prices: f.prices ?? {},
-    gateway: { auditQueue: f.gateway?.auditQueue ?? 20_000, rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30 },
+    gateway: {
+      auditQueue: f.gateway?.auditQueue ?? 20_000,
+      rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
+      hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
+    },
     http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
   };
   return config;
