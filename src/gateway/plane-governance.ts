@@ -13,7 +13,9 @@ import type { PolicySet } from '../policy/policy-set.js';
 import { callerActor, callerSections, callerSubject, resolveCaller, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
+import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from './egress/types.js';
 import { refusalMessage } from './llm/refusal.js';
+import type { McpCallResult, McpCredential, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
 
 export interface PlaneGovernanceDeps {
   tiers: TierCache;
@@ -112,6 +114,25 @@ export class PlaneGovernance {
     return { ...base, exempted, outcome: 'allow', message: '', reason: null, decision };
   }
 
+  /**
+   * Whether the policies refuse this tool for this caller whatever its arguments say, judged on a call with no
+   * arguments: used only to hide tools from tools/list (a courtesy to the model; calls are always decided).
+   */
+  alwaysDeniesTool(caller: GovernedCaller, tool: { server: string; tool: string; annotations: Partial<ToolAnnotations> }): boolean {
+    if (caller.problem) return false;
+    let grants: CallerGrants = NO_GRANTS;
+    if (caller.developer) {
+      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date());
+      // A lookup that must wait cannot hide anything here: show the tool and let the call be decided.
+      if (found instanceof Promise) return false;
+      grants = found;
+    }
+    const sections = callerSections(caller, this.deps.tiers);
+    const object = createPolicyObject({ request: { type: 'mcp' }, agent: sections.agent, developer: sections.developer, session: sections.session, mcp: { ...tool, arguments: {} } });
+    const decision = evaluate(this.deps.policies.policies, preparePolicyObject(object), { exemptPolicies: grants.exemptPolicies });
+    return decision.outcome === 'deny' && decision.errors.length === 0;
+  }
+
   recordMcp(caller: GovernedCaller, facts: McpCallFacts, verdict: PlaneVerdict, result: PlaneResult): void {
     this.record(caller, 'mcp', 'mcp.tool_call', null, { server: facts.server, tool: facts.tool, annotations: facts.annotations }, verdict, result);
   }
@@ -171,5 +192,68 @@ export class PlaneGovernance {
     } catch (err) {
       this.deps.onError?.(err as Error, 'audit enqueue');
     }
+  }
+}
+
+/** The MCP proxy's hooks (gateway/mcp/types.ts), filled in by the plane's governance. */
+export class McpGovernance implements McpHooks<GovernedCaller> {
+  private readonly verdicts = new WeakMap<McpToolCall<GovernedCaller>, PlaneVerdict>();
+
+  constructor(
+    private readonly plane: PlaneGovernance,
+    private readonly options: { hideDeniedTools: boolean } = { hideDeniedTools: false },
+  ) {
+    if (options.hideDeniedTools) this.hideTool = (caller, server, tool, annotations) => this.plane.alwaysDeniesTool(caller, { server, tool, annotations });
+  }
+
+  hideTool?: McpHooks<GovernedCaller>['hideTool'];
+
+  authenticate(credential: McpCredential): Promise<GovernedCaller | null> {
+    return this.plane.authenticate(credential.secret, credential.headers);
+  }
+
+  async decide(call: McpToolCall<GovernedCaller>): Promise<McpDecision> {
+    const verdict = await this.plane.decideMcp(call.caller, mcpFacts(call));
+    this.verdicts.set(call, verdict);
+    return verdict.outcome === 'allow' ? { outcome: 'allow' } : { outcome: 'deny', message: verdict.message };
+  }
+
+  completed(call: McpToolCall<GovernedCaller>, result: McpCallResult): void {
+    const verdict = this.verdicts.get(call);
+    if (!verdict) return;
+    const end = result.end === 'gateway_error' ? 'upstream_unreachable' : result.end;
+    this.plane.recordMcp(call.caller, mcpFacts(call), verdict, {
+      status: result.status,
+      end,
+      durationMs: result.durationMs,
+      ...(result.isError !== undefined ? { isError: result.isError } : {}),
+    });
+  }
+}
+
+function mcpFacts(call: McpToolCall<GovernedCaller>): McpCallFacts {
+  return { server: call.server, tool: call.tool, arguments: call.arguments as { [key: string]: JsonValue }, annotations: call.annotations };
+}
+
+/** The egress proxy's hooks (gateway/egress/types.ts), filled in by the plane's governance. */
+export class EgressGovernance implements EgressHooks<GovernedCaller> {
+  private readonly verdicts = new WeakMap<EgressRequest<GovernedCaller>, PlaneVerdict>();
+
+  constructor(private readonly plane: PlaneGovernance) {}
+
+  authenticate(credential: EgressCredential): Promise<GovernedCaller | null> {
+    return this.plane.authenticate(credential.secret, credential.headers);
+  }
+
+  async decide(request: EgressRequest<GovernedCaller>): Promise<EgressDecision> {
+    const verdict = await this.plane.decideEgress(request.caller, { host: request.host, port: request.port, scheme: request.scheme, method: request.method });
+    this.verdicts.set(request, verdict);
+    return verdict.outcome === 'allow' ? { outcome: 'allow' } : { outcome: 'deny', message: verdict.message };
+  }
+
+  completed(request: EgressRequest<GovernedCaller>, result: EgressResult): void {
+    const verdict = this.verdicts.get(request);
+    if (!verdict) return;
+    this.plane.recordEgress(request.caller, { host: request.host, port: request.port, scheme: request.scheme, method: request.method }, verdict, result);
   }
 }

@@ -22,6 +22,9 @@ import type { PriceTable } from '../gateway/metering/prices.js';
 import { resolveCaller } from '../gateway/caller.js';
 import { REINS_MCP_PATH, registerReinsMcpRoute } from '../gateway/reins-mcp/route.js';
 import { ReinsMcpServer } from '../gateway/reins-mcp/server.js';
+import { isMcpRequest, McpGateway } from '../gateway/mcp/proxy.js';
+import { registerMcpProxyRoute } from '../gateway/mcp/route.js';
+import { McpGovernance, PlaneGovernance } from '../gateway/plane-governance.js';
 import { REINS_VERSION } from '../version.js';
 import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
@@ -52,6 +55,8 @@ export interface GatewayRuntime {
   audit: AuditWriter;
   prices: PriceTable;
   grants: GrantLookup;
+  /** Set by buildApp: the MCP and egress planes' governance (the egress proxy runs on its own port). */
+  plane?: PlaneGovernance;
 }
 
 /** Header values that must never reach a log line. */
@@ -94,6 +99,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log,
   );
 
+  const plane = new PlaneGovernance({
+    tiers: deps.tiers,
+    policies: gw.policies,
+    credentials: gw.credentials,
+    audit: gw.audit,
+    grants: gw.grants,
+    onTokenUse: (tokenId) => uses.touch(tokenId),
+    onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
+    onCompleted: gatewayMetrics.completed,
+  });
+  gw.plane = plane;
+  const mcp = new McpGateway(
+    { servers: deps.config.mcpServers, hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }) },
+    log,
+  );
   const reinsMcp = new ReinsMcpServer({
     resolve: (secret, headers) => resolveCaller({ credentials: gw.credentials, tiers: deps.tiers, onTokenUse: (id) => uses.touch(id) }, secret, headers),
     desk: null,
@@ -108,6 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         const url = req.url ?? '';
         if (isGatewayRequest(url)) gateway.handle(req, res);
         else if (url === REINS_MCP_PATH || url.startsWith(`${REINS_MCP_PATH}?`)) reinsMcp.handle(req, res);
+        else if (isMcpRequest(url)) mcp.handle(req, res);
         else handler(req, res);
       }),
     logger: deps.logger,
@@ -159,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerSpendRoutes(app, deps.db);
   registerLlmGateway(app, gateway);
   registerReinsMcpRoute(app, reinsMcp);
+  registerMcpProxyRoute(app, mcp);
   await app.ready();
   return app;
 }

@@ -1,0 +1,664 @@
+/**
+ * The MCP gateway: `/mcp/{server}` is a streamable HTTP proxy to the configured upstream MCP server.
+ * Each request: the client's Reins token -> caller; for a POST, the JSON-RPC message (or batch) is read, each
+ * `tools/call` decided (with the tool's annotations, learned from the upstream's `tools/list`) before anything
+ * of it reaches the upstream; a denied call is answered by Reins as a tool result with `isError: true`, the
+ * rest is forwarded, and the answer (JSON or SSE) streams back while the proxy reads it on the side: tool
+ * annotations from `tools/list` results, each call's outcome for `completed`.
+ *
+ * Like the LLM gateway it runs on plain node:http objects and knows nothing of identities, policies or
+ * storage: it asks `hooks`. `/mcp/reins` (the built-in server) is not served here: `isMcpRequest` says no.
+ */
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { downstreamHeaders } from '../llm/forward.js';
+import { AnnotationCache, DEFAULT_ANNOTATIONS, resolveAnnotations, toolsOf, type ListedTool } from './annotations.js';
+import { McpUpstreams, resolveUpstream, upstreamHeaders, type Upstream } from './forward.js';
+import {
+  HEADER_MISMATCH,
+  INTERNAL_ERROR,
+  INVALID_REQUEST,
+  SERVER_ERROR,
+  accepts,
+  errorMessage,
+  idKey,
+  parseBody,
+  readOutbound,
+  rejectAll,
+  toolRefusal,
+  type Inbound,
+} from './json-rpc.js';
+import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
+import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpToolCall } from './types.js';
+
+export type * from './types.js';
+export { DEFAULT_ANNOTATIONS, resolveAnnotations } from './annotations.js';
+
+/** Tool arguments can carry documents; this is the gateway's limit for one POST. */
+export const MCP_BODY_LIMIT = 16 * 1024 * 1024;
+/** The built-in Reins MCP server's name: its requests are routed elsewhere. */
+export const BUILT_IN_SERVER = 'reins';
+/** How long the gateway waits for an upstream's `tools/list` when a call names a tool it has not seen. */
+export const TOOLS_LIST_TIMEOUT_MS = 10_000;
+const MAX_LIST_PAGES = 20;
+/** A JSON answer larger than this is still forwarded, but not read for tool annotations or call outcomes. */
+const OBSERVED_JSON_LIMIT = 8 * 1024 * 1024;
+
+const METHODS = new Set(['GET', 'POST', 'DELETE']);
+/** Where SEP-2243's `Mcp-Name` header comes from in the body, by method. */
+const NAME_PARAM: Record<string, 'name' | 'uri'> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'resources/subscribe': 'uri',
+  'resources/unsubscribe': 'uri',
+};
+
+type Request = Extract<Inbound, { kind: 'request' }>;
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** `/mcp/{name}` with what follows the name ('' or a sub-path); null outside `/mcp/`. */
+function routeOf(url: string): { name: string; rest: string } | null {
+  const path = pathOf(url);
+  if (!path.startsWith('/mcp/')) return null;
+  const tail = path.slice('/mcp/'.length);
+  const slash = tail.indexOf('/');
+  return slash < 0 ? { name: tail, rest: '' } : { name: tail.slice(0, slash), rest: tail.slice(slash) };
+}
+
+/** Whether a request belongs to the MCP proxy: under `/mcp/`, but not the built-in `/mcp/reins`. */
+export function isMcpRequest(url: string | undefined): boolean {
+  const route = url === undefined ? null : routeOf(url);
+  return route !== null && route.name !== BUILT_IN_SERVER;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function bearerToken(authorization: string | undefined): string | null {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
+  return m?.[1] ?? null;
+}
+
+function send(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify(payload);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function sendError(res: ServerResponse, status: number, id: JsonRpcId | null, code: number, message: string, headers?: Record<string, string>): void {
+  send(res, status, errorMessage(id, code, message), headers);
+}
+
+/** Answers Reins writes itself (refusals): JSON unless the client takes only SSE. */
+function answerLocally(res: ServerResponse, accept: string | undefined, payload: object | object[]): void {
+  if (accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) return send(res, 200, payload);
+  const messages = Array.isArray(payload) ? payload : [payload];
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end(messages.map(sseEvent).join(''));
+}
+
+function decodeHeaderValue(value: string): string {
+  // SEP-2243's sentinel for values outside the header character set.
+  const m = /^=\?base64\?(.*)\?=$/i.exec(value);
+  return m ? Buffer.from(m[1] ?? '', 'base64').toString('utf8') : value;
+}
+
+/**
+ * The 2026-07-28 revision mirrors the method and the tool (or prompt, or resource) into `Mcp-Method` and
+ * `Mcp-Name` so that intermediaries can route on them. Reins decides on the body; a header that says
+ * otherwise could make an upstream or a middlebox act on a different tool than the one decided, so a
+ * mismatch is refused (HTTP 400, -32020) rather than forwarded. Absent headers are not required here.
+ */
+function headerMismatch(headers: IncomingHttpHeaders, m: Inbound): string | null {
+  const method = header(headers, 'mcp-method');
+  const name = header(headers, 'mcp-name');
+  if (m.kind !== 'request' && m.kind !== 'notification') return null;
+  if (method !== undefined && method !== m.method) return `Header mismatch: Mcp-Method is "${method}" but the body's method is "${m.method}"`;
+  if (name === undefined || m.kind !== 'request') return null;
+  const param = NAME_PARAM[m.method];
+  const bodyName = param === undefined ? undefined : m.params?.[param];
+  if (typeof bodyName === 'string' && decodeHeaderValue(name) !== bodyName) {
+    return `Header mismatch: Mcp-Name is "${name}" but the body's params.${param} is "${bodyName}"`;
+  }
+  return null;
+}
+
+/** The protocol keys of a request's `_meta` (the stateless revision carries client info and version there). */
+function protocolMeta(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const meta = params?._meta;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const out = Object.fromEntries(Object.entries(meta).filter(([k]) => k.startsWith('io.modelcontextprotocol/')));
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function mediaKind(contentType: string | string[] | undefined): 'sse' | 'json' | 'other' {
+  const ct = (Array.isArray(contentType) ? contentType[0] : contentType)?.toLowerCase() ?? '';
+  if (ct.startsWith('text/event-stream')) return 'sse';
+  return ct.includes('json') ? 'json' : 'other';
+}
+
+function parseEventData(event: SseEvent): unknown[] {
+  if (event.data === null || event.data === '') return [];
+  try {
+    const v = JSON.parse(event.data) as unknown;
+    return Array.isArray(v) ? v : [v];
+  } catch {
+    return [];
+  }
+}
+
+/** The upstream's answer to one request of the gateway's own, in a JSON or SSE body. */
+function findAnswer(text: string, kind: 'sse' | 'json' | 'other', id: string): unknown {
+  let messages: unknown[] = [];
+  if (kind === 'sse') {
+    const splitter = new SseSplitter();
+    const events = splitter.push(text);
+    splitter.end();
+    messages = events.flatMap(parseEventData);
+  } else {
+    const v = JSON.parse(text) as unknown;
+    messages = Array.isArray(v) ? v : [v];
+  }
+  return messages.find((m) => {
+    const o = readOutbound(m);
+    return o.kind === 'response' && o.id === id;
+  });
+}
+
+interface Tracked<C> {
+  call: McpToolCall<C>;
+  done: boolean;
+}
+
+/**
+ * One request's passage through the proxy: the calls it forwarded (to report when their answers pass), the
+ * `tools/list` requests it forwarded (whose results teach annotations and may be filtered), and the refusals
+ * Reins answers itself alongside the upstream's answer.
+ */
+class Exchange<C> {
+  readonly calls = new Map<string, Tracked<C>>();
+  readonly listIds = new Set<string>();
+  refusals: object[] = [];
+  status = 0;
+
+  constructor(
+    private readonly gateway: McpGateway<C>,
+    readonly upstream: Upstream,
+    readonly caller: C,
+    readonly started: number,
+  ) {}
+
+  track(call: McpToolCall<C>): void {
+    this.calls.set(idKey(call.requestId), { call, done: false });
+  }
+
+  /** Whether the upstream's answer must be rewritten rather than passed through byte for byte. */
+  get rewrites(): boolean {
+    return this.refusals.length > 0 || (this.gateway.hidesTools && this.listIds.size > 0);
+  }
+
+  get observes(): boolean {
+    return this.calls.size > 0 || this.listIds.size > 0;
+  }
+
+  complete(call: McpToolCall<C>, result: Omit<McpCallResult, 'durationMs'>): void {
+    this.gateway.report(call, { ...result, durationMs: performance.now() - this.started });
+  }
+
+  /** A message from the upstream, on its way to the client. */
+  observe(message: unknown): void {
+    const o = readOutbound(message);
+    if (o.kind === 'notification' && o.method === 'notifications/tools/list_changed') this.gateway.cache.forget(this.upstream.name);
+    if (o.kind !== 'response' || o.id === null) return;
+    const key = idKey(o.id);
+    if (o.result && this.listIds.has(key)) {
+      const tools = toolsOf(o.result);
+      if (tools) this.gateway.cache.learn(this.upstream.name, tools);
+    }
+    const tracked = this.calls.get(key);
+    if (tracked && !tracked.done) {
+      tracked.done = true;
+      const result: Omit<McpCallResult, 'durationMs'> = o.error
+        ? { status: this.status, end: 'forwarded', isError: true, error: o.error }
+        : { status: this.status, end: 'forwarded', isError: o.result?.isError === true };
+      this.complete(tracked.call, result);
+    }
+  }
+
+  /** The message as the client should see it: a `tools/list` result without the tools `hideTool` hides. */
+  rewrite(message: unknown): unknown {
+    const o = readOutbound(message);
+    if (!this.gateway.hidesTools || o.kind !== 'response' || o.id === null || !o.result || !this.listIds.has(idKey(o.id))) return message;
+    if (!Array.isArray(o.result.tools)) return message;
+    const tools = (o.result.tools as unknown[]).filter((t) => !this.gateway.hides(this.caller, this.upstream.name, t));
+    if (tools.length === o.result.tools.length) return message;
+    return { ...(message as object), result: { ...o.result, tools } };
+  }
+
+  /** The HTTP answer is over: calls whose answer did not pass end now. */
+  finish(status: number, end: McpCallResult['end']): void {
+    for (const tracked of this.calls.values()) {
+      if (tracked.done) continue;
+      tracked.done = true;
+      this.complete(tracked.call, { status, end });
+    }
+  }
+}
+
+/** The MCP data plane's request handler, on node:http objects. */
+export class McpGateway<C> {
+  /** @internal */ readonly cache = new AnnotationCache();
+  private readonly upstreams = new McpUpstreams();
+  private readonly servers = new Map<string, Upstream>();
+  private readonly refreshing = new Map<string, Promise<ListedTool[] | null>>();
+
+  constructor(
+    private readonly deps: McpGatewayDeps<C>,
+    private readonly log: McpGatewayLog,
+  ) {
+    for (const s of deps.servers) {
+      if (s.name === BUILT_IN_SERVER) throw new Error(`MCP server name "${BUILT_IN_SERVER}" is the built-in server's`);
+      if (this.servers.has(s.name)) throw new Error(`MCP server "${s.name}" is configured twice`);
+      this.servers.set(s.name, resolveUpstream(s.name, s.url, s.headers));
+    }
+  }
+
+  close(): Promise<void> {
+    return this.upstreams.close();
+  }
+
+  /** Serves a request for which `isMcpRequest` is true. Never throws; every failure answers as JSON-RPC. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.serve(req, res).catch((err: unknown) => {
+      this.log.error({ err }, 'mcp gateway error');
+      req.resume();
+      sendError(res, 500, null, INTERNAL_ERROR, 'Internal error: the Reins MCP gateway failed on this request; it has been logged');
+    });
+  }
+
+  /** @internal */ get hidesTools(): boolean {
+    return this.deps.hooks.hideTool !== undefined;
+  }
+
+  /** @internal Whether `hideTool` hides an entry of a `tools/list` result (entries without a name stay). */
+  hides(caller: C, server: string, tool: unknown): boolean {
+    const hide = this.deps.hooks.hideTool;
+    if (!hide || typeof tool !== 'object' || tool === null) return false;
+    const { name, annotations } = tool as Record<string, unknown>;
+    if (typeof name !== 'string') return false;
+    try {
+      return hide(caller, server, name, resolveAnnotations(annotations));
+    } catch (err) {
+      this.log.error({ err, server, tool: name }, 'mcp hideTool hook threw; the tool stays listed');
+      return false;
+    }
+  }
+
+  /** @internal */ report(call: McpToolCall<C>, result: McpCallResult): void {
+    try {
+      this.deps.hooks.completed(call, result);
+    } catch (err) {
+      this.log.error({ err }, 'mcp completed hook threw');
+    }
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const url = req.url ?? '/';
+    const method = req.method ?? 'GET';
+
+    // Authentication comes first, so that nothing (not even which servers exist) is told to a stranger.
+    const secret = bearerToken(header(req.headers, 'authorization'));
+    if (!secret) {
+      req.resume();
+      return sendError(res, 401, null, SERVER_ERROR, 'Unauthorized: send your Reins token as Authorization: Bearer <token>', {
+        'www-authenticate': 'Bearer realm="reins"',
+      });
+    }
+    const caller = await this.deps.hooks.authenticate({ secret, headers: req.headers });
+    if (caller === null) {
+      req.resume();
+      return sendError(res, 401, null, SERVER_ERROR, 'Unauthorized: the Reins token is unknown, revoked or expired', {
+        'www-authenticate': 'Bearer realm="reins", error="invalid_token"',
+      });
+    }
+
+    const route = routeOf(url);
+    const upstream = route && (route.rest === '' || route.rest === '/') ? this.servers.get(route.name) : undefined;
+    if (!upstream) {
+      req.resume();
+      const names = [...this.servers.keys()].map((n) => `/mcp/${n}`);
+      const served = names.length > 0 ? `it serves ${names.join(', ')}` : 'no MCP server is configured (mcpServers in the config file)';
+      return sendError(res, 404, null, SERVER_ERROR, `Not found: no MCP server at ${pathOf(url)}; ${served}`);
+    }
+    if (!METHODS.has(method)) {
+      req.resume();
+      return sendError(res, 405, null, SERVER_ERROR, `Method not allowed: ${method}; an MCP endpoint takes POST, GET and DELETE`, { allow: 'GET, POST, DELETE' });
+    }
+
+    const exchange = new Exchange(this, upstream, caller, started);
+    if (method !== 'POST') return this.forward(req, res, exchange, undefined);
+    const raw = await readBody(req);
+    if (raw === 'too_large') {
+      return sendError(res, 413, null, INVALID_REQUEST, `Request too large: the MCP gateway accepts ${MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
+    }
+    if (raw === 'aborted') return;
+    return this.post(req, res, exchange, raw);
+  }
+
+  private async post(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, raw: Buffer): Promise<void> {
+    const parsed = parseBody(raw);
+    if ('error' in parsed) return sendError(res, 400, null, parsed.error.code, parsed.error.message);
+    const { batch, messages } = parsed;
+    const first = messages[0];
+    if (!first) return sendError(res, 400, null, INVALID_REQUEST, 'Invalid Request: no message');
+
+    // A batch is forwarded whole or not at all: a malformed member stops it before anything is decided.
+    if (messages.some((m) => m.kind === 'malformed')) {
+      const errors = rejectAll(messages, INVALID_REQUEST, 'Invalid Request: not forwarded, another message of this batch is malformed');
+      return send(res, 400, batch ? errors : errors[0]);
+    }
+    if (!batch) {
+      const mismatch = headerMismatch(req.headers, first);
+      if (mismatch) return sendError(res, 400, first.kind === 'request' ? first.id : null, HEADER_MISMATCH, mismatch);
+    }
+
+    const toolCalls = messages.filter((m): m is Request => m.kind === 'request' && m.method === 'tools/call');
+    const denied = new Set<string>();
+    if (toolCalls.length > 0) {
+      const settled = await Promise.allSettled(toolCalls.map((m) => this.decideCall(exchange, m, req.headers)));
+      const failure = settled.find((s) => s.status === 'rejected');
+      if (failure) {
+        this.log.error({ err: failure.reason, server: exchange.upstream.name }, 'mcp decide hook failed; nothing was forwarded');
+        for (const s of settled) if (s.status === 'fulfilled') exchange.complete(s.value.call, { status: 500, end: 'gateway_error' });
+        const message = 'Internal error: Reins could not decide this tool call; nothing was sent to the MCP server';
+        return send(res, 500, batch ? rejectAll(messages, INTERNAL_ERROR, message) : errorMessage(toolCalls[0]?.id ?? null, INTERNAL_ERROR, message));
+      }
+      for (const s of settled) {
+        if (s.status !== 'fulfilled') continue;
+        const { call, decision } = s.value;
+        if (decision.outcome === 'allow') {
+          exchange.track(call);
+          continue;
+        }
+        denied.add(idKey(call.requestId));
+        exchange.refusals.push(toolRefusal(call.requestId, decision.message));
+        exchange.complete(call, { status: 200, end: 'refused' });
+      }
+    }
+
+    const forwarded = denied.size === 0 ? messages : messages.filter((m) => !(m.kind === 'request' && denied.has(idKey(m.id))));
+    if (forwarded.length === 0) {
+      return answerLocally(res, header(req.headers, 'accept'), batch ? exchange.refusals : (exchange.refusals[0] ?? {}));
+    }
+    for (const m of forwarded) if (m.kind === 'request' && m.method === 'tools/list') exchange.listIds.add(idKey(m.id));
+    // The body goes up as the client wrote it, unless refused calls were taken out of a batch.
+    const body = denied.size === 0 ? raw : Buffer.from(JSON.stringify(forwarded.map((m) => ('raw' in m ? m.raw : null))));
+    return this.forward(req, res, exchange, body);
+  }
+
+  private async decideCall(exchange: Exchange<C>, m: Request, headers: IncomingHttpHeaders): Promise<{ call: McpToolCall<C>; decision: McpDecision }> {
+    const { upstream } = exchange;
+    const tool = m.params?.name as string;
+    let known = this.cache.lookup(upstream.name, tool);
+    if (known === null) {
+      await this.refresh(upstream, headers, m.params, tool);
+      known = this.cache.lookup(upstream.name, tool) ?? { annotations: { ...DEFAULT_ANNOTATIONS }, source: 'unlisted' };
+    }
+    const call: McpToolCall<C> = {
+      caller: exchange.caller,
+      server: upstream.name,
+      tool,
+      arguments: (m.params?.arguments as Record<string, unknown> | undefined) ?? {},
+      annotations: { ...known.annotations },
+      annotationSource: known.source,
+      requestId: m.id,
+      sessionId: header(headers, 'mcp-session-id') ?? null,
+    };
+    return { call, decision: await this.deps.hooks.decide(call) };
+  }
+
+  /**
+   * A call names a tool the gateway has not seen listed: it asks the upstream's `tools/list` itself, with the
+   * client's session and protocol headers, before deciding, so that a client which never listed tools (or
+   * listed them before Reins started) is still decided on the server's annotations. Concurrent calls on one
+   * session share one listing. If the listing fails, the call is decided with MCP's default annotations and
+   * the next call asks again; a tool absent from a complete listing is remembered as unlisted until the
+   * server's list changes.
+   */
+  private async refresh(upstream: Upstream, headers: IncomingHttpHeaders, params: Record<string, unknown> | undefined, tool: string): Promise<void> {
+    const key = `${upstream.name}\n${header(headers, 'mcp-session-id') ?? ''}`;
+    let listing = this.refreshing.get(key);
+    if (!listing) {
+      listing = this.listTools(upstream, headers, protocolMeta(params)).finally(() => this.refreshing.delete(key));
+      this.refreshing.set(key, listing);
+    }
+    const tools = await listing;
+    if (tools && !tools.some((t) => t.name === tool)) this.cache.markUnlisted(upstream.name, tool);
+  }
+
+  private async listTools(upstream: Upstream, clientHeaders: IncomingHttpHeaders, meta: Record<string, unknown> | undefined): Promise<ListedTool[] | null> {
+    const transport: IncomingHttpHeaders = {};
+    for (const name of ['mcp-session-id', 'mcp-protocol-version', 'user-agent']) {
+      const v = header(clientHeaders, name);
+      if (v !== undefined) transport[name] = v;
+    }
+    const headers = {
+      ...upstreamHeaders(transport, upstream.headers),
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+      'mcp-method': 'tools/list',
+    };
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    try {
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const id = `reins-tools-list-${randomUUID()}`;
+        const params = { ...(cursor === undefined ? {} : { cursor }), ...(meta === undefined ? {} : { _meta: meta }) };
+        const r = await this.upstreams.pool(upstream.origin).request({
+          method: 'POST',
+          path: upstream.path,
+          headers,
+          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params }),
+          signal: AbortSignal.timeout(TOOLS_LIST_TIMEOUT_MS),
+        });
+        const text = await r.body.text();
+        if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`);
+        const answer = readOutbound(findAnswer(text, mediaKind(r.headers['content-type']), id));
+        if (answer.kind !== 'response') throw new Error('no answer to tools/list');
+        if (answer.error) throw new Error(`tools/list answered error ${answer.error.code}: ${answer.error.message}`);
+        const listed = answer.result ? toolsOf(answer.result) : null;
+        if (!listed) throw new Error('the tools/list result has no tools array');
+        tools.push(...listed);
+        cursor = typeof answer.result?.nextCursor === 'string' ? answer.result.nextCursor : undefined;
+        if (cursor === undefined) {
+          this.cache.replace(upstream.name, tools);
+          return tools;
+        }
+      }
+      throw new Error(`tools/list has more than ${MAX_LIST_PAGES} pages`);
+    } catch (err) {
+      this.log.warn({ err, server: upstream.name }, 'could not read the MCP server\'s tools/list; deciding with MCP default annotations');
+      return null;
+    }
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, body: Buffer | undefined): Promise<void> {
+    const { upstream } = exchange;
+    const method = (req.method ?? 'GET') as 'GET' | 'POST' | 'DELETE';
+    // A client that hangs up aborts the upstream request (for the 2026-07-28 revision, a closed stream is a
+    // cancel). The signal is an EventEmitter, as in the LLM gateway.
+    const cancel = new EventEmitter();
+    let cancelled = false;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      cancelled = true;
+      cancel.emit('abort');
+    });
+
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await this.upstreams.pool(upstream.origin).request({
+        method,
+        path: upstream.path,
+        headers: upstreamHeaders(req.headers, upstream.headers),
+        body,
+        signal: cancel,
+      });
+    } catch (err) {
+      if (cancelled) return exchange.finish(499, 'client_aborted');
+      this.log.warn({ err, server: upstream.name }, 'mcp upstream unreachable');
+      exchange.finish(502, 'upstream_unreachable');
+      const onlyCall = exchange.calls.size === 1 ? [...exchange.calls.values()][0]?.call.requestId : undefined;
+      return sendError(res, 502, onlyCall ?? null, SERVER_ERROR, `Bad gateway: Reins could not reach the MCP server "${upstream.name}" at ${upstream.origin}: ${(err as Error).message}`);
+    }
+
+    const status = answer.statusCode;
+    exchange.status = status;
+    const stream = answer.body;
+    let upstreamFailed = false;
+    stream.once('error', () => {
+      if (!cancelled) upstreamFailed = true;
+      res.destroy();
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) stream.destroy();
+      exchange.finish(status, res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted');
+    });
+    const headers = downstreamHeaders(answer.headers);
+    const kind = mediaKind(answer.headers['content-type']);
+
+    if (kind === 'sse') return this.relayEvents(res, status, headers, stream, exchange);
+    if (kind === 'json' && exchange.rewrites) return this.relayRewrittenJson(res, status, headers, stream, exchange);
+    if (exchange.refusals.length > 0 && status === 202) {
+      // Only notifications or responses were left to forward (202, no body): the refusals are the answer.
+      stream.resume();
+      return answerLocally(res, header(req.headers, 'accept'), exchange.refusals);
+    }
+    res.writeHead(status, headers);
+    if (kind === 'json' && exchange.observes) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
+      });
+      stream.once('end', () => {
+        if (size <= OBSERVED_JSON_LIMIT) this.observeJson(Buffer.concat(chunks), exchange);
+      });
+    }
+    stream.pipe(res);
+  }
+
+  private observeJson(raw: Buffer, exchange: Exchange<C>): unknown[] | null {
+    try {
+      const v = JSON.parse(raw.toString('utf8')) as unknown;
+      const messages = Array.isArray(v) ? v : [v];
+      for (const m of messages) exchange.observe(m);
+      return messages;
+    } catch {
+      return null;
+    }
+  }
+
+  /** An SSE answer: events pass as they complete (byte for byte unless `hideTool` filters a listing),
+   * after any refusals of the same batch. */
+  private relayEvents(res: ServerResponse, status: number, headers: Record<string, string | string[]>, stream: Dispatcher.ResponseData['body'], exchange: Exchange<C>): void {
+    res.writeHead(status, headers);
+    res.flushHeaders();
+    if (exchange.refusals.length > 0) res.write(exchange.refusals.map(sseEvent).join(''));
+    const splitter = new SseSplitter();
+    const observe = (event: SseEvent): unknown[] => {
+      const messages = parseEventData(event);
+      for (const m of messages) exchange.observe(m);
+      return messages;
+    };
+    const filtering = this.hidesTools && exchange.listIds.size > 0;
+    if (!filtering) {
+      stream.pipe(res);
+      stream.on('data', (chunk: Buffer) => {
+        for (const event of splitter.push(chunk)) observe(event);
+      });
+      return;
+    }
+    stream.on('data', (chunk: Buffer) => {
+      let out = '';
+      for (const event of splitter.push(chunk)) {
+        const messages = observe(event);
+        const rewritten = messages.map((m) => exchange.rewrite(m));
+        const changed = rewritten.some((m, i) => m !== messages[i]);
+        out += changed ? withData(event, JSON.stringify(rewritten.length === 1 ? rewritten[0] : rewritten)) : event.raw;
+      }
+      if (out !== '' && !res.write(out)) {
+        stream.pause();
+        res.once('drain', () => stream.resume());
+      }
+    });
+    stream.once('end', () => res.end(splitter.end()));
+  }
+
+  /** A JSON answer that must change on its way (refusals merged into a batch's answer, hidden tools taken out). */
+  private relayRewrittenJson(res: ServerResponse, status: number, headers: Record<string, string | string[]>, stream: Dispatcher.ResponseData['body'], exchange: Exchange<C>): void {
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('end', () => {
+      const raw = Buffer.concat(chunks);
+      let out = raw;
+      const messages = this.observeJson(raw, exchange);
+      if (messages) {
+        const rewritten = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m))];
+        const wasBatch = raw.subarray(0, 64).toString('utf8').trimStart().startsWith('[');
+        out = Buffer.from(JSON.stringify(wasBatch || rewritten.length > 1 ? rewritten : rewritten[0]));
+      } else if (exchange.refusals.length > 0) {
+        this.log.warn({ server: exchange.upstream.name, status }, 'mcp upstream answered a batch with unreadable JSON; refusals in it are lost');
+      }
+      res.writeHead(status, { ...headers, 'content-length': String(out.length) });
+      res.end(out);
+    });
+  }
+}
+
+type BodyRead = Buffer | 'too_large' | 'aborted';
+
+function readBody(req: IncomingMessage): Promise<BodyRead> {
+  return new Promise((resolve) => {
+    if (Number(req.headers['content-length'] ?? 0) > MCP_BODY_LIMIT) {
+      req.resume();
+      resolve('too_large');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > MCP_BODY_LIMIT) {
+        over = true;
+        resolve('too_large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => {
+      if (!over) resolve(Buffer.concat(chunks, size));
+    });
+    req.once('error', () => resolve('aborted'));
+    req.once('close', () => {
+      if (!req.complete) resolve('aborted');
+    });
+  });
+}

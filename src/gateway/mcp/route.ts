@@ -1,0 +1,32 @@
+/** `/mcp/{server}` in the Fastify app: for the OpenAPI description and `app.inject`; sockets reach the proxy directly. */
+import type { FastifyInstance } from 'fastify';
+import type { Access } from '../../http/access.js';
+import type { McpGateway } from './proxy.js';
+
+const ACCESS: Access = 'gateway';
+
+export function registerMcpProxyRoute<C>(app: FastifyInstance, gateway: McpGateway<C>): void {
+  void app.register(async (scope) => {
+    scope.addHook('onClose', async () => gateway.close());
+    // The proxy reads the body itself: leave the stream unread.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+    scope.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: '/mcp/:server',
+      config: { access: ACCESS },
+      schema: {
+        tags: ['gateway'],
+        summary: 'An upstream MCP server (mcpServers in the config) through Reins: streamable HTTP',
+        description:
+          'Authorization: Bearer <Reins token>. Every tools/call is decided before it reaches the upstream; a refusal is a ' +
+          'tools/call result with isError: true naming the policy. Sessions (Mcp-Session-Id), SSE and DELETE pass through.',
+        security: [{ bearer: [] }],
+      },
+      handler: (request, reply) => {
+        reply.hijack();
+        gateway.handle(request.raw, reply.raw);
+      },
+    });
+  });
+}

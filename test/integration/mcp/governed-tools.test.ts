@@ -1,0 +1,101 @@
+/**
+ * MCP tool calls governed end to end: the real MCP SDK client -> a Reins replica -> a real MCP SDK server. The
+ * built-in autonomy-tool-approval policy reads the tool's annotations from the upstream's tools/list and the
+ * agent's tier at that moment; every decided call is audited as type mcp, without a host.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Replica } from '../../../src/server.js';
+import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
+
+async function connect(base: string, token: string): Promise<McpClient> {
+  const client = new McpClient({ name: 'agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp/github', base), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+const text = (r: { content: unknown }) => (r.content as { text: string }[])[0]!.text;
+
+describeEachStore('MCP tool calls through Reins', ({ store }) => {
+  let upstream: McpUpstream;
+  let replica: Replica;
+  let admin: Client;
+  let key: string;
+  before(async () => {
+    upstream = await startMcpUpstream();
+    replica = await startTestReplica(store(), {
+      mcpServers: [{ name: 'github', url: upstream.url, headers: { authorization: 'Bearer upstream-api-key-held-by-reins' } }],
+    });
+    admin = new Client(replica.url, ADMIN_TOKEN);
+    key = await agentWithKey(admin, 'eng/coder');
+  });
+  after(async () => {
+    await replica.close();
+    await upstream.close();
+  });
+
+  const setTier = (tier: string) => admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/coder')}`, { tier });
+
+  test('autonomy-tool-approval by tier: read-only always runs; destructive needs T4; unannotated counts as destructive', async () => {
+    const expectations: [string, Record<string, unknown>, Record<string, boolean>][] = [
+      ['read_file', { path: 'README.md' }, { T1: true, T2: true, T3: true, T4: true }],
+      ['echo', { text: 'hi' }, { T1: false, T2: true, T3: true, T4: true }],
+      ['delete_repo', { repo: 'x' }, { T1: false, T2: false, T3: false, T4: true }],
+      ['unannotated', {}, { T1: false, T2: false, T3: false, T4: true }],
+    ];
+    const client = await connect(replica.url, key);
+    for (const tier of ['T1', 'T2', 'T3', 'T4']) {
+      await setTier(tier);
+      for (const [tool, args, allowed] of expectations) {
+        const before = upstream.toolCalls().length;
+        const r = await client.callTool({ name: tool, arguments: args });
+        if (allowed[tier]) {
+          assert.notEqual(r.isError, true, `${tool} at ${tier}: ${text(r)}`);
+          assert.equal(upstream.toolCalls().length, before + 1);
+        } else {
+          assert.equal(r.isError, true, `${tool} at ${tier} should be held`);
+          assert.match(text(r), /autonomy-tool-approval/);
+          assert.equal(upstream.toolCalls().length, before, 'nothing reached the upstream');
+        }
+      }
+    }
+    await client.close();
+    await setTier('');
+  });
+
+  test('arguments reach the upstream unchanged; each decided call is audited as mcp with the tier, no host', async () => {
+    await setTier('T3');
+    const client = await connect(replica.url, key);
+    const args = { text: 'héllo', nested: { a: [1, 2.5, null], b: { c: true } }, numbers: [0, -1, 1e21] };
+    const r = await client.callTool({ name: 'echo', arguments: args });
+    assert.deepEqual(JSON.parse(text(r)), args);
+    assert.deepEqual(upstream.toolCalls().at(-1)?.arguments, args);
+    let event: any;
+    await waitFor(async () => {
+      event = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.data.tool === 'echo' && e.data.agent.tier === 'T3');
+      return event !== undefined;
+    }, 5000);
+    assert.equal(event.action, 'mcp.tool_call');
+    assert.equal(event.host, null);
+    assert.equal(event.data.server, 'github');
+    assert.equal(event.data.decision, 'allow');
+    const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.outcome === 'refused');
+    assert.equal(refused.data.policy, 'autonomy-tool-approval');
+    await client.close();
+    await setTier('');
+  });
+
+  test('a missing or unknown token never reaches the upstream', async () => {
+    const hits = upstream.hits.length;
+    const r = await fetch(new URL('/mcp/github', replica.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer reins_agent_unknown-000000000000000' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_repo', arguments: { repo: 'x' } } }),
+    });
+    assert.equal(r.status, 401);
+    assert.equal(upstream.hits.length, hits);
+  });
+});
