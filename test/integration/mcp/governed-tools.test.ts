@@ -17,7 +17,7 @@ async function connect(base: string, token: string): Promise<McpClient> {
   return client;
 }
 
-const text = (r: { content: unknown }) => (r.content as { text: string }[])[0]!.text;
+const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
 
 describeEachStore('MCP tool calls through Reins', ({ store }) => {
   let upstream: McpUpstream;
