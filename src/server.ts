@@ -8,6 +8,8 @@ import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
 import { ConfigError } from './config/config.js';
 import { CredentialCache } from './gateway/credential-cache.js';
+import { createEgressProxy } from './gateway/egress/proxy.js';
+import { EgressGovernance } from './gateway/plane-governance.js';
 import { NO_GRANT_LOOKUP, type GrantLookup } from './gateway/grants.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
@@ -23,6 +25,8 @@ import { openStore } from './store/open.js';
 
 export interface Replica {
   app: FastifyInstance;
+  /** The egress forward proxy's URL (http://host:port) when `egress` is configured. */
+  egressUrl: string | null;
   db: Db;
   tiers: TierCache;
   gateway: GatewayRuntime;
@@ -92,14 +96,30 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
     const address = await app.listen({ host: config.host, port: config.port });
+    let egressUrl: string | null = null;
+    if (config.egress) {
+      const proxy = createEgressProxy(new EgressGovernance(gateway.plane!), {
+        log: { warn: (obj, msg) => app.log.warn(obj, msg), error: (obj, msg) => app.log.error(obj, msg) },
+      });
+      const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {
+        await app.close();
+        throw err;
+      });
+      egressUrl = `http://${at.family === 'IPv6' ? `[${at.address}]` : at.address}:${at.port}`;
+      stoppers.push(() => proxy.close());
+    }
     return {
       app,
+      egressUrl,
       db,
       tiers,
       gateway,
       url: address,
       async close() {
         // The server first (no new calls; in-flight calls finish and queue their audit events), then the writer drains.
+        // The egress proxy (last started) stops first, then the app, then what they both read.
+        const [proxyStop] = config.egress ? stoppers.splice(-1) : [];
+        await proxyStop?.();
         await app.close();
         for (const stop of stoppers.reverse()) await stop();
         if (ownsDb) await db.close();

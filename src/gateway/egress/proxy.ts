@@ -1,0 +1,312 @@
+/**
+ * The egress plane: an HTTP forward proxy for governed agents (`HTTPS_PROXY=http://agent:<token>@reins:port`).
+ *
+ * Plain requests arrive in absolute-URI form (`GET http://host/path`) and are forwarded with their bodies
+ * streamed both ways; `CONNECT host:port` opens a byte tunnel that Reins never looks into. Each one: the Reins
+ * token in Proxy-Authorization -> `hooks.authenticate` -> `hooks.decide` on caller, host, port, scheme and
+ * method -> 403 with the policy's sentence, or connect -> `hooks.completed` once when it is over. Nothing reaches
+ * an origin before `decide` said allow. The module knows nothing of identities, policies or storage.
+ */
+import { Agent, createServer, request as httpRequest, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './answers.js';
+import { proxySecret } from './credential.js';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { parseConnectTarget, parseHttpTarget, type EgressTarget } from './target.js';
+import type { EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
+
+export type * from './types.js';
+export type { EgressErrorKind } from './answers.js';
+
+export interface EgressProxy {
+  server: Server;
+  /** Starts listening; resolves with the bound address (port 0 picks a free one). */
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  /** Stops accepting, cuts open requests and tunnels, closes the upstream pool. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const NO_LOG: EgressLog = { warn: () => undefined, error: () => undefined };
+
+const MISSING_TOKEN =
+  'Reins egress proxy: send your Reins token as the proxy password (HTTPS_PROXY=http://agent:<token>@host:port) ' +
+  'or as Proxy-Authorization: Bearer <token>';
+const UNKNOWN_TOKEN = 'Reins egress proxy: the Reins token is unknown, revoked or expired';
+
+type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: false; answer: EgressAnswer };
+
+export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
+  const log = options.log ?? NO_LOG;
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  // Uploads and downloads through a proxy can take long; only the headers have a deadline.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 });
+  // Idle upstream sockets are dropped after 4 s, before a typical origin's 5 s keep-alive would close them under us.
+  const agent = new Agent({ keepAlive: true, timeout: 4_000, scheduling: 'lifo' });
+  const tunnels = new Set<Duplex>();
+
+  function completer(request: EgressRequest<C>, started: number): (result: Omit<EgressResult, 'durationMs'>) => void {
+    let reported = false;
+    return (result) => {
+      if (reported) return;
+      reported = true;
+      try {
+        hooks.completed(request, { ...result, durationMs: performance.now() - started });
+      } catch (err) {
+        log.error({ err }, 'egress completed hook threw');
+      }
+    };
+  }
+
+  /** Credential, caller, decision. A refusal is reported to `completed` here, since it was decided. */
+  async function admit(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
+    const secret = proxySecret(headers['proxy-authorization']);
+    if (secret === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', MISSING_TOKEN) };
+    const caller = await hooks.authenticate({ secret, headers });
+    if (caller === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
+    const request: EgressRequest<C> = { caller, host: target.host, port: target.port, scheme, method };
+    const decision = await hooks.decide(request);
+    if (decision.outcome === 'deny') {
+      const answer = egressAnswer('denied', decision.message);
+      completer(request, started)({ status: answer.status, end: 'refused', bytesUp: 0, bytesDown: 0 });
+      return { admitted: false, answer };
+    }
+    return { admitted: true, request };
+  }
+
+  function hookFailure(err: unknown): EgressAnswer {
+    log.error({ err }, 'egress hook failed');
+    return egressAnswer('internal_error', 'Reins could not check this request (the failure has been logged); retry shortly');
+  }
+
+  /** Refuses a plain request. A body the client is still sending is not read: the connection closes after the answer. */
+  function refuse(req: IncomingMessage, res: ServerResponse, answer: EgressAnswer): void {
+    if (!req.complete && (req.headers['content-length'] ?? '0') !== '0') res.setHeader('connection', 'close');
+    else if (!req.complete && req.headers['transfer-encoding'] !== undefined) res.setHeader('connection', 'close');
+    sendAnswer(res, answer);
+  }
+
+  function handleRequest(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
+    const started = performance.now();
+    const parsed = parseHttpTarget(req.url ?? '');
+    if (!parsed.ok) return refuse(req, res, egressAnswer('bad_request', parsed.message));
+    const target = parsed.target;
+    const method = req.method ?? 'GET';
+    let clientGone = false;
+    res.once('close', () => {
+      clientGone = true;
+    });
+    admit(req.headers, target, 'http', method, started).then(
+      (admission) => {
+        if (!admission.admitted) return refuse(req, res, admission.answer);
+        // The client left while the hooks were deciding: nothing to forward it to.
+        if (clientGone) return completer(admission.request, started)({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
+        // 100 Continue only now: a refused upload never leaves the client.
+        if (expectsContinue) res.writeContinue();
+        forward(req, res, target.path, target.authority, admission.request, started);
+      },
+      (err: unknown) => refuse(req, res, hookFailure(err)),
+    );
+  }
+
+  function forward(req: IncomingMessage, res: ServerResponse, path: string, authority: string, request: EgressRequest<C>, started: number): void {
+    const complete = completer(request, started);
+    let bytesUp = 0;
+    let bytesDown = 0;
+    let status = 499;
+    let upstreamFailed = false;
+    const finish = (end: EgressEnd) => complete({ status, end, bytesUp, bytesDown });
+
+    const upstream: ClientRequest = httpRequest({
+      host: request.host,
+      port: request.port,
+      method: req.method,
+      path,
+      headers: upstreamRequestHeaders(req, authority),
+      setHost: false,
+      agent,
+    });
+    watchConnect(upstream, request, connectTimeoutMs);
+
+    upstream.on('error', (err) => {
+      if (status !== 499 || res.headersSent || res.destroyed) {
+        upstreamFailed = true;
+        res.destroy();
+        return;
+      }
+      log.warn({ err, host: request.host, port: request.port }, 'egress upstream unreachable');
+      const answer = egressAnswer('upstream_unreachable', `Reins could not reach ${authority}: ${(err as Error).message}`);
+      status = answer.status;
+      refuse(req, res, answer);
+      finish('upstream_unreachable');
+    });
+
+    upstream.once('response', (answer) => {
+      status = answer.statusCode ?? 502;
+      answer.on('error', () => undefined); // an aborted answer is handled on 'close'
+      answer.on('data', (chunk: Buffer) => {
+        bytesDown += chunk.length;
+      });
+      answer.once('close', () => {
+        // The origin broke off mid-answer: the client must not take a truncated body for a whole one.
+        if (!answer.complete) {
+          upstreamFailed = true;
+          res.destroy();
+        }
+      });
+      res.writeHead(status, answer.statusMessage, downstreamResponseHeaders(answer));
+      answer.pipe(res);
+    });
+
+    res.once('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+      if (res.writableFinished) finish('forwarded');
+      else finish(upstreamFailed ? 'upstream_unreachable' : 'client_aborted');
+    });
+
+    req.on('error', () => undefined); // a client that goes away is handled on res 'close'
+    req.on('data', (chunk: Buffer) => {
+      bytesUp += chunk.length;
+    });
+    req.pipe(upstream);
+  }
+
+  function handleConnect(req: IncomingMessage, client: Duplex, head: Buffer): void {
+    const started = performance.now();
+    let clientFailed = false;
+    let clientClosed = false;
+    client.on('error', () => {
+      clientFailed = true;
+    });
+    client.once('close', () => {
+      clientClosed = true;
+    });
+    const parsed = parseConnectTarget(req.url ?? '');
+    if (!parsed.ok) return writeRawAnswer(client, egressAnswer('bad_request', parsed.message));
+    const target = parsed.target;
+    admit(req.headers, target, 'https', 'CONNECT', started).then(
+      (admission) => {
+        if (!admission.admitted) return writeRawAnswer(client, admission.answer);
+        const complete = completer(admission.request, started);
+        if (clientClosed) {
+          complete({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
+          return;
+        }
+        tunnel(client, head, admission.request, complete, () => clientFailed);
+      },
+      (err: unknown) => writeRawAnswer(client, hookFailure(err)),
+    );
+  }
+
+  function tunnel(
+    client: Duplex,
+    head: Buffer,
+    request: EgressRequest<C>,
+    complete: (result: Omit<EgressResult, 'durationMs'>) => void,
+    clientFailed: () => boolean,
+  ): void {
+    const upstream: Socket = netConnect({ host: request.host, port: request.port });
+    tunnels.add(client);
+    tunnels.add(upstream);
+    let established = false;
+    let closed = 0;
+    const timer = setTimeout(() => upstream.destroy(new Error(`connection timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
+
+    const onClosed = () => {
+      closed += 1;
+      if (closed < 2) return;
+      tunnels.delete(client);
+      tunnels.delete(upstream);
+      if (!established) return;
+      complete({ status: 200, end: clientFailed() ? 'client_aborted' : 'forwarded', bytesUp: upstream.bytesWritten, bytesDown: upstream.bytesRead });
+    };
+    // Whichever side closes first, the other gets what is already in flight and then closes too.
+    client.once('close', () => {
+      if (!established) {
+        upstream.destroy();
+        complete({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
+      } else if (clientFailed()) upstream.destroy();
+      else upstream.destroySoon();
+      onClosed();
+    });
+    upstream.once('close', () => {
+      clearTimeout(timer);
+      if (established) endSoon(client);
+      onClosed();
+    });
+    upstream.on('error', (err) => {
+      if (established || client.destroyed) return;
+      log.warn({ err, host: request.host, port: request.port }, 'egress upstream unreachable');
+      const answer = egressAnswer('upstream_unreachable', `Reins could not reach ${request.host}:${request.port}: ${err.message}`);
+      complete({ status: answer.status, end: 'upstream_unreachable', bytesUp: 0, bytesDown: 0 });
+      writeRawAnswer(client, answer);
+    });
+    upstream.once('connect', () => {
+      clearTimeout(timer);
+      if (client.destroyed) return;
+      established = true;
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+  }
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, false));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, true));
+  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => handleConnect(req, socket, head));
+  // No 'upgrade' listener on purpose: Node then serves an Upgrade request as a plain one and the Upgrade header,
+  // hop-by-hop, is dropped, so the origin answers without switching protocols. WebSocket clients tunnel instead.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const answer =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? egressAnswer('headers_too_large', 'the request headers are larger than the Reins egress proxy accepts')
+        : egressAnswer('bad_request', `malformed HTTP request (${err.code ?? 'parse error'}): send GET http://host/path HTTP/1.1 or CONNECT host:port HTTP/1.1`);
+    writeRawAnswer(socket, answer);
+  });
+
+  return {
+    server,
+    listen(port: number, host?: string): Promise<AddressInfo> {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    async close(): Promise<void> {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      for (const socket of tunnels) socket.destroy();
+      agent.destroy();
+      await closed;
+    },
+  };
+}
+
+/** A connect deadline for a plain request's upstream socket (a reused keep-alive socket is already connected). */
+function watchConnect(upstream: ClientRequest, target: EgressTarget, timeoutMs: number): void {
+  upstream.once('socket', (socket: Socket) => {
+    if (!socket.connecting) return;
+    const timer = setTimeout(() => upstream.destroy(new Error(`connection to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)), timeoutMs);
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
+
+/** Ends a socket once what was written to it is flushed. */
+function endSoon(socket: Duplex): void {
+  if (socket.writableEnded) {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+    return;
+  }
+  socket.end(() => socket.destroy());
+}

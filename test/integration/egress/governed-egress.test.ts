@@ -1,0 +1,109 @@
+/**
+ * Egress through a Reins replica: a real HTTP client (undici ProxyAgent) through the forward proxy on egress.port
+ * to local origins, plain HTTP and CONNECT to TLS. The built-in autonomy-egress-allowlist policy reads the agent's
+ * tier; every connection is audited as type egress with its destination host.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
+import { ProxyAgent, fetch } from 'undici';
+import type { Replica } from '../../../src/server.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
+
+const TLS_DIR = fileURLToPath(new URL('../../fixtures/tls/', import.meta.url));
+const CA = readFileSync(`${TLS_DIR}ca.pem`);
+
+function listen(server: http.Server | https.Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+}
+
+describeEachStore('egress through Reins', ({ store }) => {
+  let replica: Replica;
+  let admin: Client;
+  let key: string;
+  let hits = 0;
+  const handler = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    hits++;
+    res.end('hello from origin');
+  };
+  const plain = http.createServer(handler);
+  const tls = https.createServer({ key: readFileSync(`${TLS_DIR}server-key.pem`), cert: readFileSync(`${TLS_DIR}server.pem`) }, handler);
+  let plainPort = 0;
+  let tlsPort = 0;
+  before(async () => {
+    plainPort = await listen(plain);
+    tlsPort = await listen(tls);
+    replica = await startTestReplica(store(), { egress: { port: 0 } });
+    admin = new Client(replica.url, ADMIN_TOKEN);
+    key = await agentWithKey(admin, 'eng/fetcher');
+  });
+  after(async () => {
+    await replica.close();
+    plain.close();
+    tls.close();
+  });
+
+  // proxyTunnel false: plain http:// goes as an absolute-URI request (undici would tunnel it otherwise); https:// always tunnels.
+  const agent = (token: string) =>
+    new ProxyAgent({ uri: replica.egressUrl!.replace('http://', `http://agent:${token}@`), requestTls: { ca: CA }, proxyTunnel: false });
+  const setTier = (tier: string) => admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/fetcher')}`, { tier });
+
+  test('T1-T2 reach only allow-listed hosts: refused with 403 and the policy message, never reaching the origin', async () => {
+    assert.ok(replica.egressUrl);
+    const before = hits;
+    const refused = await fetch(`http://localhost:${plainPort}/`, { dispatcher: agent(key) });
+    assert.equal(refused.status, 403);
+    assert.match(await refused.text(), /autonomy-egress-allowlist/);
+    await assert.rejects(fetch(`https://localhost:${tlsPort}/`, { dispatcher: agent(key) }), /403|fetch failed/);
+    assert.equal(hits, before);
+  });
+
+  test('at T3 the same requests go through, plain and CONNECT, each audited with its host', async () => {
+    await setTier('T3');
+    const r1 = await fetch(`http://localhost:${plainPort}/path`, { dispatcher: agent(key) });
+    assert.equal(await r1.text(), 'hello from origin');
+    const r2 = await fetch(`https://localhost:${tlsPort}/`, { dispatcher: agent(key) });
+    assert.equal(await r2.text(), 'hello from origin');
+    let events: any[] = [];
+    await waitFor(async () => {
+      events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/fetcher')}`)).body.items;
+      return events.filter((e) => e.outcome === 'ok').length >= 2;
+    }, 5000);
+    const connect = events.find((e) => e.action === 'egress.connect' && e.outcome === 'ok');
+    const request = events.find((e) => e.action === 'egress.request' && e.outcome === 'ok');
+    assert.equal(connect.host, 'localhost');
+    assert.equal(connect.data.port, tlsPort);
+    assert.equal(connect.data.agent.tier, 'T3');
+    assert.ok(connect.data.bytesDown > 0);
+    assert.equal(request.host, 'localhost');
+    assert.equal(request.data.method, 'GET');
+    const refusedEvent = events.find((e) => e.outcome === 'refused');
+    assert.equal(refusedEvent.data.agent.tier, 'T2');
+    assert.equal(refusedEvent.data.policy, 'autonomy-egress-allowlist');
+    // Only egress events carry a host.
+    const llm = (await admin.get('/api/v1/audit-events?type=control&limit=5')).body.items;
+    assert.ok(llm.every((e: any) => e.host === null));
+    await setTier('');
+  });
+
+  test('a missing or bad proxy credential gets 407 and reaches nothing', async () => {
+    const before = hits;
+    // undici surfaces a proxy's 407 as an error of its own.
+    await assert.rejects(fetch(`http://localhost:${plainPort}/`, { dispatcher: agent('reins_agent_not-a-real-key-0000000000') }), (err: Error) => /407/.test(inspect(err)));
+    await assert.rejects(fetch(`https://localhost:${tlsPort}/`, { dispatcher: new ProxyAgent({ uri: replica.egressUrl! }) }), (err: Error) => /407/.test(inspect(err)));
+    const raw = await new Promise<number>((resolve, reject) => {
+      const url = new URL(replica.egressUrl!);
+      http.get({ host: url.hostname, port: url.port, path: `http://localhost:${plainPort}/`, headers: { 'proxy-authorization': 'Bearer wrong-token-000000000000000' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject);
+    });
+    assert.equal(raw, 407);
+    assert.equal(hits, before);
+  });
+});
