@@ -99,3 +99,46 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
     assert.equal(upstream.hits.length, hits);
   });
 });
+
+describeEachStore('MCP tools/list hiding (gateway.hideDeniedTools)', ({ store }) => {
+  let upstream: McpUpstream;
+  let replica: Replica;
+  let key: string;
+  before(async () => {
+    upstream = await startMcpUpstream();
+    const base = await startTestReplica(store(), { mcpServers: [{ name: 'github', url: upstream.url, headers: {} }] });
+    replica = base;
+    const admin = new Client(replica.url, ADMIN_TOKEN);
+    key = await agentWithKey(admin, 'eng/lister');
+    await admin.post('/api/v1/policies', { name: 'no-repo-deletes', kind: 'deny', appliesTo: ['mcp'], match: "object.mcp.tool == 'delete_repo'", message: 'Repositories are deleted by people.' });
+    await admin.post('/api/v1/policies', { name: 'no-echo-of-secrets', kind: 'deny', appliesTo: ['mcp'], match: "object.mcp.tool == 'echo' && object.mcp.arguments.text == 'secret'", message: 'No.' });
+  });
+  after(async () => {
+    await replica.close();
+    await upstream.close();
+  });
+
+  test('off by default: every tool is listed, and a denied call is still refused', async () => {
+    const client = await connect(replica.url, key);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('delete_repo'));
+    const r = await client.callTool({ name: 'delete_repo', arguments: { repo: 'x' } });
+    assert.equal(r.isError, true);
+    await client.close();
+  });
+
+  test('on: a tool the policies always refuse is hidden; one refused only for some arguments stays', async () => {
+    await replica.close();
+    replica = await startTestReplica(store(), {
+      mcpServers: [{ name: 'github', url: upstream.url, headers: {} }],
+      gateway: { auditQueue: 20_000, rulesRefreshSeconds: 30, hideDeniedTools: true },
+    });
+    const client = await connect(replica.url, key);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(!names.includes('delete_repo'), names.join(', '));
+    assert.ok(names.includes('echo') && names.includes('read_file'));
+    const r = await client.callTool({ name: 'delete_repo', arguments: { repo: 'x' } });
+    assert.equal(r.isError, true, 'hidden is not allowed: a call is still decided');
+    await client.close();
+  });
+});
