@@ -107,17 +107,17 @@ export class AuditWriter {
   private async writeBatch(): Promise<void> {
     const batch = this.queue.slice(0, this.batchSize);
     if (batch.length === 0) return;
-    const params: unknown[] = [];
-    const rows: string[] = [];
-    for (const e of batch) {
-      const n = params.length;
-      rows.push(`($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6}, $${n + 7}, $${n + 8})`);
-      params.push(e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, JSON.stringify(e.data ?? {}));
-    }
+    // The whole batch as one JSON parameter, unpacked by the database in order: one bind value instead of eight
+    // per event, and one statement text whatever the batch size (the embedded store pays per bind and per parse).
+    const rows = JSON.stringify(
+      batch.map((e) => [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, e.data ?? {}]),
+    );
     try {
       await this.db.query(
-        `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data) VALUES ${rows.join(', ')}`,
-        params,
+        `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
+         SELECT e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->7
+           FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`,
+        [rows],
       );
     } catch (err) {
       this.failures++;
