@@ -206,7 +206,9 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     complete: (result: Omit<EgressResult, 'durationMs'>) => void,
     clientFailed: () => boolean,
   ): void {
-    const upstream: Socket = netConnect({ host: request.host, port: request.port });
+    // No Nagle on either leg: a tunnel relays small TLS records that must not wait for an ACK.
+    const upstream: Socket = netConnect({ host: request.host, port: request.port, noDelay: true });
+    (client as Partial<Socket>).setNoDelay?.(true);
     tunnels.add(client);
     tunnels.add(upstream);
     let established = false;
