@@ -10,7 +10,8 @@ import { ConfigError } from './config/config.js';
 import { CredentialCache } from './gateway/credential-cache.js';
 import { createEgressProxy } from './gateway/egress/proxy.js';
 import { EgressGovernance } from './gateway/plane-governance.js';
-import { NO_GRANT_LOOKUP, type GrantLookup } from './gateway/grants.js';
+import type { GrantLookup } from './gateway/grants.js';
+import { StoredGrantLookup } from './approvals/grant-lookup.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
@@ -41,7 +42,7 @@ export interface StartOptions {
   db?: Db;
   /** Listen for NOTIFY (default true). Off only to prove the periodic re-read converges alone. */
   listen?: boolean;
-  /** Where the gateway reads a caller's active grants (default: nobody holds one, until approvals exist). */
+  /** Where the gateway reads a caller's active grants (default: the grants table, read per call). */
   grants?: GrantLookup;
 }
 
@@ -90,7 +91,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
     stoppers.push(() => audit.close());
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? NO_GRANT_LOOKUP };
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db) };
     const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

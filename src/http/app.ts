@@ -29,6 +29,8 @@ import { REINS_VERSION } from '../version.js';
 import type { GatewayRules } from '../gateway/rules/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
 import { registerSpendRoutes } from '../gateway/spend.js';
+import { registerApprovalRoutes } from '../approvals/routes.js';
+import { requestDesk } from '../approvals/request-desk.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
@@ -116,7 +118,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   const reinsMcp = new ReinsMcpServer({
     resolve: (secret, headers) => resolveCaller({ credentials: gw.credentials, tiers: deps.tiers, onTokenUse: (id) => uses.touch(id) }, secret, headers),
-    desk: null,
+    desk: requestDesk(deps.db),
     version: REINS_VERSION,
     log,
   });
@@ -178,6 +180,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
+  registerApprovalRoutes(app, deps.db);
   registerLlmGateway(app, gateway);
   registerReinsMcpRoute(app, reinsMcp);
   registerMcpProxyRoute(app, mcp);

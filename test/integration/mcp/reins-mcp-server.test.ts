@@ -40,13 +40,23 @@ describeEachStore('built-in Reins MCP server', ({ store }) => {
     await client.close();
   });
 
-  test('until the approvals workflow is enabled, a request says so as a tool error the model can read', async () => {
+  test('a request from the tool is filed for the token\'s developer, and its status can be checked', async () => {
     const client = await connect(replica.url, pat);
     const r = await client.callTool({ name: 'request_model_access', arguments: { model: 'claude-opus-4-1', justification: 'refactor needs it' } });
-    assert.equal(r.isError, true);
-    assert.match((r.content as { text: string }[])[0]!.text, /approvals workflow is not enabled/);
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    const id = /request (ar_[\w-]+)/.exec((r.content as { text: string }[])[0]!.text)?.[1];
+    assert.ok(id);
+    const filed = (await new Client(replica.url, ADMIN_TOKEN).get(`/api/v1/access-requests/${id}`)).body;
+    assert.equal(filed.requester, 'eng/dana');
+    assert.equal(filed.type, 'model_access');
+    assert.equal(filed.requestedModel, 'claude-opus-4-1');
+    const status = await client.callTool({ name: 'get_request_status', arguments: { requestId: id } });
+    assert.match((status.content as { text: string }[])[0]!.text, /waiting for an admin/);
     const bad = await client.callTool({ name: 'request_budget_topup', arguments: { amountUsd: -5, justification: 'x' } });
     assert.equal(bad.isError, true, 'arguments are validated against the schema');
+    const unknown = await client.callTool({ name: 'request_policy_exception', arguments: { policy: 'no-such-policy', justification: 'x' } });
+    assert.equal(unknown.isError, true);
+    assert.match((unknown.content as { text: string }[])[0]!.text, /no policy named no-such-policy/);
     await client.close();
   });
 

@@ -1,0 +1,166 @@
+/**
+ * The approval workflow through HTTP: requests, single-approver decisions, co-signing, grants that change the
+ * next gateway call (real SDK client), revoke and expiry, budget-rule raising, self-approval refused and
+ * audited, notifications, and a justification that comes back byte for byte.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import { Client, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { anthropic, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+
+describeEachStore('approvals workflow', ({ store }) => {
+  let w: GatewayWorld;
+  let dev: Client;
+  let devToken: string;
+  let otherAdmin: Client;
+  let viewer: Client;
+  let cosigner: Client;
+  before(async () => {
+    w = await startGatewayWorld(store());
+    devToken = await developerWithToken(w.admin, 'eng/erin', 'developer');
+    dev = w.admin.with(devToken);
+    otherAdmin = w.admin.with(await developerWithToken(w.admin, 'sec/olga', 'admin'));
+    viewer = w.admin.with(await developerWithToken(w.admin, 'sec/vic', 'viewer'));
+    cosigner = w.admin.with(await developerWithToken(w.admin, 'eng/lead', 'developer'));
+  });
+  after(async () => w.close());
+
+  const opus = () => anthropic(w.replica.url, devToken).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+
+  test('a request is filed for the caller (never a body field); the justification comes back byte for byte', async () => {
+    const justification = `<script>alert("x")</script> & <b>bold</b> \\u0000 ${'é'.repeat(3)} "quotes"`;
+    const r = await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(r.body.requester, 'eng/erin');
+    assert.equal(r.body.state, 'pending');
+    assert.equal(r.body.justification, justification);
+    assert.equal((await w.admin.get(`/api/v1/access-requests/${r.body.id}`)).body.justification, justification);
+    assert.equal((await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'x', requester: 'sec/olga' })).status, 400);
+    assert.equal((await dev.post('/api/v1/access-requests', { type: 'exception', justification: 'x' })).status, 400);
+    assert.equal((await dev.post('/api/v1/access-requests', { type: 'budget_topup', justification: 'x' })).status, 400);
+    // Developers see only their own; viewers see all.
+    assert.ok((await viewer.get('/api/v1/access-requests')).body.items.some((i: any) => i.id === r.body.id));
+    assert.equal((await cosigner.get(`/api/v1/access-requests/${r.body.id}`)).status, 404);
+  });
+
+  test('approve creates an active grant that changes the next call; revoke changes it back at once', async () => {
+    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'needs opus for the migration' })).body;
+    assert.equal((await viewer.post(`/api/v1/access-requests/${req.id}/approve`, {})).status, 403, 'viewers never decide');
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { durationSeconds: 3600 });
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.request.state, 'approved');
+    assert.equal(approved.body.grant.state, 'active');
+    assert.deepEqual(approved.body.grant.approvers, ['default/admin']);
+    await opus();
+    const notes = (await dev.get('/api/v1/notifications')).body.items;
+    assert.ok(notes.some((n: any) => n.kind === 'request_approved' && /default\/admin approved/.test(n.message) && /Retry/.test(n.message)));
+    assert.equal((await w.admin.post(`/api/v1/access-requests/${req.id}/deny`, { reason: 'changed my mind' })).status, 409, 'final');
+    const grants = (await w.admin.get(`/api/v1/policy-exceptions?developerId=${encodeURIComponent('eng/erin')}&policyName=autonomy-model-ceiling`)).body.items;
+    assert.equal(grants.length, 1);
+    assert.equal((await dev.delete(`/api/v1/policy-exceptions/${grants[0].id}`)).status, 403);
+    const revoked = await w.admin.delete(`/api/v1/policy-exceptions/${grants[0].id}`);
+    assert.deepEqual(revoked.body, { id: grants[0].id, state: 'revoked' });
+    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    assert.equal((await w.admin.delete(`/api/v1/policy-exceptions/${grants[0].id}`)).status, 409);
+    const history = (await w.admin.get('/api/v1/policy-exceptions/history')).body.items;
+    assert.equal(history.find((g: any) => g.id === grants[0].id).state, 'revoked');
+    assert.ok((await dev.get('/api/v1/notifications')).body.items.some((n: any) => n.kind === 'grant_revoked'));
+  });
+
+  test('a grant ends by itself at its expiry: the next call is refused and History shows it expired', async () => {
+    const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'quick look' })).body;
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 1500).toISOString() });
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    await opus();
+    await new Promise((r) => setTimeout(r, 1700));
+    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    const history = (await w.admin.get('/api/v1/policy-exceptions/history')).body.items;
+    assert.equal(history.find((g: any) => g.id === approved.body.grant.id).state, 'expired');
+  });
+
+  test("self-approval is refused and audited, also for an admin requester; denying one's own is allowed", async () => {
+    const mine = (await w.admin.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'o3-pro', justification: 'eval' })).body;
+    const r = await w.admin.post(`/api/v1/access-requests/${mine.id}/approve`, {});
+    assert.equal(r.status, 403);
+    const audited = (await w.admin.get('/api/v1/audit-events?type=control&action=access_request.approve')).body.items;
+    assert.ok(audited.some((e: any) => e.outcome === 'refused' && e.data.code === 'self_approval' && e.data.requestId === mine.id));
+    const denied = await w.admin.post(`/api/v1/access-requests/${mine.id}/deny`, { reason: 'withdrawn' });
+    assert.equal(denied.status, 200);
+    assert.equal(denied.body.request.state, 'denied');
+    assert.equal(denied.body.request.denialReason, 'withdrawn');
+  });
+
+  test('co-signing: under review with the grant active; only named approvers vote, for themselves; a denial revokes', async () => {
+    const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'big refactor' })).body;
+    const escalated = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/lead', 'sec/olga'] });
+    assert.equal(escalated.body.request.state, 'under_review');
+    assert.equal(escalated.body.grant.state, 'active');
+    await opus();
+    assert.equal((await viewer.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' })).status, 403, 'not a named approver');
+    const forOther = await cosigner.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve', approver: 'sec/olga' });
+    assert.equal(forOther.status, 403);
+    const first = await cosigner.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' });
+    assert.equal(first.body.request.state, 'under_review');
+    assert.equal((await cosigner.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' })).status, 409, 'already voted');
+    const last = await otherAdmin.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' });
+    assert.equal(last.body.request.state, 'approved');
+    assert.equal(last.body.request.decisions.length, 3);
+
+    const second = (await dev.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5-pro', justification: 'again' })).body;
+    await w.admin.post(`/api/v1/access-requests/${second.id}/approve`, { additionalApprovers: ['eng/lead'] });
+    const no = await cosigner.post(`/api/v1/access-requests/${second.id}/votes`, { decision: 'deny', reason: 'not this quarter' });
+    assert.equal(no.body.request.state, 'denied');
+    assert.equal(no.body.grant.state, 'revoked');
+    const notes = (await dev.get('/api/v1/notifications')).body.items;
+    assert.ok(notes.some((n: any) => n.kind === 'request_denied' && n.message.endsWith('not this quarter')));
+  });
+
+  test('a top-up with "raise the rule": found raises it to the absolute limit; missing or ambiguous still grants with a warning', async () => {
+    const rule = (await w.admin.post('/api/v1/budget-rules', { name: 'erin session', scope: 'eng/erin', pattern: '*', limitUsd: 5, period: 'session' })).body;
+    const req = (await dev.post('/api/v1/access-requests', { type: 'budget_topup', requestedAmountUsd: 10, justification: 'long session' })).body;
+    assert.equal((await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { raiseBudgetRule: true })).status, 400, 'permanent limit required');
+    const ok = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 40 });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.deepEqual(ok.body.warnings, []);
+    assert.equal((await w.admin.get(`/api/v1/budget-rules/${rule.id}`)).body.limitUsd, 40);
+
+    await w.admin.post('/api/v1/budget-rules', { name: 'erin session twin', scope: 'eng/erin', pattern: '*', limitUsd: 7, period: 'session' });
+    const twin = (await dev.post('/api/v1/access-requests', { type: 'budget_topup', requestedAmountUsd: 3, justification: 'more' })).body;
+    const ambiguous = await w.admin.post(`/api/v1/access-requests/${twin.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 50 });
+    assert.equal(ambiguous.status, 200);
+    assert.equal(ambiguous.body.grant.state, 'active');
+    assert.match(ambiguous.body.warnings[0], /several budget rules/);
+
+    const lonely = (await w.admin.with(await developerWithToken(w.admin, 'ops/nobudget', 'developer')).post('/api/v1/access-requests', { type: 'budget_topup', requestedAmountUsd: 3, justification: 'x' })).body;
+    const missing = await w.admin.post(`/api/v1/access-requests/${lonely.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 9 });
+    assert.equal(missing.status, 200);
+    assert.match(missing.body.warnings[0], /no budget rule covers/);
+  });
+
+  test('exception rules: CRUD, and their required approvers join each request for the policy', async () => {
+    const rule = await w.admin.post('/api/v1/exception-rules', { name: 'egress exceptions', policyName: 'autonomy-egress-allowlist', maxDurationSeconds: 7200, requiredApprovers: ['eng/lead'] });
+    assert.equal(rule.status, 201, JSON.stringify(rule.body));
+    const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-egress-allowlist', justification: 'pypi mirror' })).body;
+    assert.deepEqual(req.requiredApprovers, ['eng/lead']);
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { durationSeconds: 86_400 });
+    assert.equal(approved.body.request.state, 'under_review');
+    const hours = (Date.parse(approved.body.grant.expiresAt) - Date.now()) / 3_600_000;
+    assert.ok(hours > 1.9 && hours <= 2, `the rule caps the grant at 2 h, got ${hours}`);
+    assert.equal((await w.admin.put(`/api/v1/exception-rules/${rule.body.id}`, { ...rule.body, maxDurationSeconds: 3600 })).status, 400, 'unknown field id');
+    const { id: _id, ...body } = rule.body;
+    assert.equal((await w.admin.put(`/api/v1/exception-rules/${rule.body.id}`, { ...body, maxDurationSeconds: 3600 })).body.maxDurationSeconds, 3600);
+    assert.equal((await w.admin.post('/api/v1/exception-rules', { ...body, policyName: 'nope' })).status, 400);
+    assert.equal((await w.admin.delete(`/api/v1/exception-rules/${rule.body.id}`)).status, 200);
+  });
+
+  test("notifications are the caller's own and can be marked read", async () => {
+    const mine = (await dev.get('/api/v1/notifications')).body.items;
+    assert.ok(mine.length > 0);
+    assert.equal((await cosigner.post(`/api/v1/notifications/${mine[0].id}/read`)).status, 404);
+    assert.equal((await dev.post(`/api/v1/notifications/${mine[0].id}/read`)).status, 200);
+    assert.ok((await dev.get('/api/v1/notifications?unread=true')).body.items.every((n: any) => n.id !== mine[0].id));
+  });
+  void waitFor;
+});
