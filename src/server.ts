@@ -12,6 +12,7 @@ import { createEgressProxy } from './gateway/egress/proxy.js';
 import { EgressGovernance } from './gateway/plane-governance.js';
 import type { GrantLookup } from './gateway/grants.js';
 import { StoredGrantLookup } from './approvals/grant-lookup.js';
+import { ExpirySweeper } from './approvals/expiry-sweeper.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
@@ -90,6 +91,9 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => credentials.stop());
     const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
     stoppers.push(() => audit.close());
+    const sweeper = new ExpirySweeper(db, { intervalMs: config.approvals.expirySweepSeconds * 1000, onError });
+    sweeper.start();
+    stoppers.push(() => sweeper.stop());
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db) };
     const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });

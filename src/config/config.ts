@@ -106,6 +106,15 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    approvals: Type.Optional(
+      Type.Object(
+        {
+          // How often each replica looks for expired grants to announce (expiry itself is computed on every read).
+          expirySweepSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     http: Type.Optional(
       Type.Object(
         {
@@ -145,6 +154,7 @@ export interface Config {
   sessions: { ttlSeconds: number };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
   gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean };
+  approvals: { expirySweepSeconds: number };
   http: { bodyLimitBytes: number; trustProxy: boolean };
 }
 
@@ -269,6 +279,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
       hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
     },
+    approvals: { expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15 },
     http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
   };
   return config;

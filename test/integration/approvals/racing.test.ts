@@ -18,7 +18,9 @@ describe('racing approval decisions on two replicas', { skip: !storeKinds().incl
 
   before(async () => {
     store = await openTestStore('postgres');
-    [a, b] = await Promise.all([startTestReplica(store), startTestReplica(store)]);
+    // Both replicas sweep for expired grants five times a second: each expiry must still be announced once.
+    const fast = { approvals: { expirySweepSeconds: 0.2 } };
+    [a, b] = await Promise.all([startTestReplica(store, fast), startTestReplica(store, fast)]);
     const adminA = new Client(a.url, ADMIN_TOKEN);
     on.admin = { a: adminA, b: new Client(b.url, ADMIN_TOKEN) };
     for (const [name, id, role] of [
@@ -67,6 +69,22 @@ describe('racing approval decisions on two replicas', { skip: !storeKinds().incl
         assert.deepEqual(await finalNotifications(req.id), ['request_denied'], `round ${round}`);
       }
     }
+  });
+
+  test('each expiry is announced exactly once, though both replicas sweep', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const req = (await on.dev!.a.post('/api/v1/access-requests', { type: 'model_access', requestedModel: `e-${i}`, justification: 'short' })).body;
+      const ok = await on.admin!.b.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 800).toISOString() });
+      ids.push(ok.body.grant.id);
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+    const notes = await a.db.query<{ grant_id: string }>(`SELECT grant_id FROM notifications WHERE kind = 'grant_expired' AND grant_id = ANY($1)`, [ids]);
+    assert.deepEqual(notes.rows.map((r) => r.grant_id).sort(), [...ids].sort());
+    const audits = await a.db.query(`SELECT id FROM audit_events WHERE action = 'grant.expire' AND data->>'grantId' = ANY($1)`, [ids]);
+    assert.equal(audits.rows.length, 5);
+    const history = (await on.admin!.a.get('/api/v1/policy-exceptions/history')).body.items.filter((g: any) => ids.includes(g.id));
+    assert.ok(history.length === 5 && history.every((g: any) => g.state === 'expired'));
   });
 
   test('100 rounds: two admins approve and deny a pending request at once: one wins, the other gets 409', async () => {
