@@ -13,6 +13,7 @@ import { EgressGovernance } from './gateway/plane-governance.js';
 import type { GrantLookup } from './gateway/grants.js';
 import { StoredGrantLookup } from './approvals/grant-lookup.js';
 import { ExpirySweeper } from './approvals/expiry-sweeper.js';
+import { WebhookDispatcher } from './approvals/webhook.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
@@ -94,6 +95,11 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const sweeper = new ExpirySweeper(db, { intervalMs: config.approvals.expirySweepSeconds * 1000, onError });
     sweeper.start();
     stoppers.push(() => sweeper.stop());
+    if (config.approvals.webhook) {
+      const webhook = new WebhookDispatcher(db, config.approvals.webhook, onError);
+      webhook.start();
+      stoppers.push(() => webhook.stop());
+    }
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db) };
     const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });

@@ -111,6 +111,18 @@ const FileConfig = Type.Object(
         {
           // How often each replica looks for expired grants to announce (expiry itself is computed on every read).
           expirySweepSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
+          // Optional: every notification POSTed as HMAC-signed JSON (X-Reins-Signature), retried with backoff.
+          webhook: Type.Optional(
+            Type.Object(
+              {
+                url: Type.String({ pattern: '^https?://' }),
+                secret: Type.String({ minLength: 16 }),
+                intervalSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })),
+                maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+              },
+              { additionalProperties: false },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -154,7 +166,10 @@ export interface Config {
   sessions: { ttlSeconds: number };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
   gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean };
-  approvals: { expirySweepSeconds: number };
+  approvals: {
+    expirySweepSeconds: number;
+    webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
+  };
   http: { bodyLimitBytes: number; trustProxy: boolean };
 }
 
@@ -279,7 +294,12 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
       hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
     },
-    approvals: { expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15 },
+    approvals: {
+      expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15,
+      webhook: f.approvals?.webhook
+        ? { url: f.approvals.webhook.url, secret: f.approvals.webhook.secret, intervalSeconds: f.approvals.webhook.intervalSeconds ?? 2, maxAttempts: f.approvals.webhook.maxAttempts ?? 10 }
+        : null,
+    },
     http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
   };
   return config;

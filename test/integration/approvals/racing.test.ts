@@ -19,7 +19,7 @@ describe('racing approval decisions on two replicas', { skip: !storeKinds().incl
   before(async () => {
     store = await openTestStore('postgres');
     // Both replicas sweep for expired grants five times a second: each expiry must still be announced once.
-    const fast = { approvals: { expirySweepSeconds: 0.2 } };
+    const fast = { approvals: { expirySweepSeconds: 0.2, webhook: null } };
     [a, b] = await Promise.all([startTestReplica(store, fast), startTestReplica(store, fast)]);
     const adminA = new Client(a.url, ADMIN_TOKEN);
     on.admin = { a: adminA, b: new Client(b.url, ADMIN_TOKEN) };
