@@ -21,6 +21,7 @@ import type { CompiledPolicy } from '../policy/compile-policy.js';
 import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import { refusalMessage } from './llm/refusal.js';
+import type { RequestNotes } from '../approvals/request-notes.js';
 import type { CallResult, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
 import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.js';
 import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
@@ -48,6 +49,8 @@ export interface LlmGovernanceDeps {
   prices: PriceTable;
   audit: AuditWriter;
   grants: GrantLookup;
+  /** What a refusal says about the developer's own request for the same policy or model (approvals). */
+  notes?: RequestNotes;
   onTokenUse?: (tokenId: string) => void;
   onError?: (err: Error, what: string) => void;
   /** Counts each completed call by provider and outcome (ok, refused, error). */
@@ -179,7 +182,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
     if (decision.outcome === 'deny') {
       const p = decision.decidingPolicy!;
-      return refuse('policy', refusalMessage(p.name, p.message));
+      return refuse('policy', await this.withNote(caller, refusalMessage(p.name, p.message), { policy: p.name }));
     }
 
     const rules = this.deps.rules.value;
@@ -190,9 +193,13 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         if (!allowed) {
           return refuse(
             'model_access',
-            `Reins refused this request: ${caller.identityId} may not use model ${call.model} (allowed: ${[...new Set(covering.flatMap((r) => r.models))].join(', ')}). ` +
-              `Use an allowed model, or ask for access: request type model_access in Reins (console Security > Approvals, ` +
-              `POST /api/v1/access-requests, or the request tool of the reins MCP server).`,
+            await this.withNote(
+              caller,
+              `Reins refused this request: ${caller.identityId} may not use model ${call.model} (allowed: ${[...new Set(covering.flatMap((r) => r.models))].join(', ')}). ` +
+                `Use an allowed model, or ask for access: request type model_access in Reins (console Security > Approvals, ` +
+                `POST /api/v1/access-requests, or the request tool of the reins MCP server).`,
+              { model: call.model },
+            ),
           );
         }
       }
@@ -250,6 +257,18 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       }
     }
     return { outcome: 'allow' };
+  }
+
+  /** Appends what the developer's own latest request for this policy or model says; a failed lookup adds nothing. */
+  private async withNote(caller: GovernedCaller, message: string, subject: { policy?: string; model?: string }): Promise<string> {
+    if (!caller.developer || !this.deps.notes) return message;
+    try {
+      const note = await this.deps.notes.noteFor(caller.developer.id, subject);
+      return note ? `${message} ${note}` : message;
+    } catch (err) {
+      this.deps.onError?.(err as Error, 'request note');
+      return message;
+    }
   }
 
   completed(call: LlmCall<GovernedCaller>, result: CallResult): void {

@@ -15,6 +15,7 @@ import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from './egress/types.js';
 import { refusalMessage } from './llm/refusal.js';
+import type { RequestNotes } from '../approvals/request-notes.js';
 import type { McpCallResult, McpCredential, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
 
 export interface PlaneGovernanceDeps {
@@ -26,6 +27,8 @@ export interface PlaneGovernanceDeps {
   onTokenUse?: (tokenId: string) => void;
   onError?: (err: Error, what: string) => void;
   onCompleted?: (plane: string, outcome: string, refusal: string | null) => void;
+  /** What a refusal says about the developer's own request for an exception to the refusing policy. */
+  notes?: RequestNotes;
 }
 
 export interface McpCallFacts {
@@ -98,7 +101,12 @@ export class PlaneGovernance {
     const exempted = grants.exemptPolicies.size > 0 ? [...grants.exemptPolicies] : [];
     const p = decision.decidingPolicy;
     if (decision.outcome === 'deny' && p) {
-      return { ...base, exempted, outcome: 'deny', message: refusalMessage(p.name, p.message), reason: 'policy', decision };
+      let message = refusalMessage(p.name, p.message);
+      if (caller.developer && this.deps.notes) {
+        const note = await this.deps.notes.noteFor(caller.developer.id, { policy: p.name }).catch(() => null);
+        if (note) message = `${message} ${note}`;
+      }
+      return { ...base, exempted, outcome: 'deny', message, reason: 'policy', decision };
     }
     if (decision.outcome === 'approve' && p) {
       // Held calls come with the human-review workflow; until then an approve outcome stops the call and says why.

@@ -31,6 +31,7 @@ import { registerGatewayRuleRoutes } from '../gateway/rules/routes.js';
 import { registerSpendRoutes } from '../gateway/spend.js';
 import { registerApprovalRoutes } from '../approvals/routes.js';
 import { requestDesk } from '../approvals/request-desk.js';
+import { StoredRequestNotes } from '../approvals/request-notes.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
@@ -96,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         onTokenUse: (tokenId) => uses.touch(tokenId),
         onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
         onCompleted: gatewayMetrics.completed,
+        notes: new StoredRequestNotes(deps.db),
       }),
     },
     log,
@@ -110,6 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onTokenUse: (tokenId) => uses.touch(tokenId),
     onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
     onCompleted: gatewayMetrics.completed,
+    notes: new StoredRequestNotes(deps.db),
   });
   gw.plane = plane;
   const mcp = new McpGateway(

@@ -155,6 +155,16 @@ describeEachStore('approvals workflow', ({ store }) => {
     assert.equal((await w.admin.delete(`/api/v1/exception-rules/${rule.body.id}`)).status, 200);
   });
 
+  test('the next refusal relays the developer\'s own request: waiting, or denied with the reason verbatim', async () => {
+    const tier = await developerWithToken(w.admin, 'eng/frank', 'developer');
+    const ask = () => anthropic(w.replica.url, tier).messages.create({ model: 'claude-opus-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    const client = w.admin.with(tier);
+    const req = (await client.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'please' })).body;
+    await assert.rejects(ask(), new RegExp(`request ${req.id} is waiting for an admin`));
+    await w.admin.post(`/api/v1/access-requests/${req.id}/deny`, { reason: 'Use Sonnet for refactors <not opus>.' });
+    await assert.rejects(ask(), (err: Error) => err.message.includes(`request ${req.id} was denied: Use Sonnet for refactors <not opus>.`));
+  });
+
   test("notifications are the caller's own and can be marked read", async () => {
     const mine = (await dev.get('/api/v1/notifications')).body.items;
     assert.ok(mine.length > 0);
