@@ -99,6 +99,8 @@ interface RequestRow {
   grant_id: string | null;
   denial_reason: string | null;
   created_at: Date;
+  budget_rule_id: string | null;
+  budget_rule_name: string | null;
 }
 
 interface GrantRow {
@@ -119,7 +121,7 @@ interface GrantRow {
 }
 
 const REQUEST_COLUMNS =
-  'id, type, state, requester, justification, target_policy, requested_model, requested_amount_usd, required_approvers, duration_seconds, project_scope, decision_count, grant_id, denial_reason, created_at';
+  'id, type, state, requester, justification, target_policy, requested_model, requested_amount_usd, required_approvers, duration_seconds, project_scope, decision_count, grant_id, denial_reason, created_at, budget_rule_id, budget_rule_name';
 const GRANT_COLUMNS =
   'id, type, state, developer_id, policy_name, model, amount_usd, project_scope, approvers, request_id, created_at, expires_at, revoked_at, revoked_by';
 
@@ -221,10 +223,16 @@ export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'dev
       const known = await tx.query(`SELECT 1 FROM identities WHERE id = $1 AND kind = 'developer'`, [approver]);
       if (known.rows.length === 0) throw invalid(`body.requiredApprovers: no developer identity ${approver}`);
     }
+    // A top-up remembers the budget rule it matched now, so that approval can tell a renamed or removed rule.
+    let matched: { id: string; name: string } | null = null;
+    if (input.type === 'budget_topup') {
+      const m = matchingRule(await listBudgetRules(tx), { identityId: caller.identityId, model: input.requestedModel ?? null });
+      if ('rule' in m) matched = { id: m.rule.id, name: m.rule.name };
+    }
     const r = await tx.query<RequestRow>(
       `INSERT INTO access_requests (id, type, state, requester, justification, target_policy, requested_model, requested_amount_usd,
-         required_approvers, duration_seconds, project_scope)
-       VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${REQUEST_COLUMNS}`,
+         required_approvers, duration_seconds, project_scope, budget_rule_id, budget_rule_name)
+       VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${REQUEST_COLUMNS}`,
       [
         newId('ar'),
         input.type,
@@ -236,6 +244,8 @@ export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'dev
         required,
         input.durationSeconds ?? null,
         input.projectScope ?? '',
+        matched?.id ?? null,
+        matched?.name ?? null,
       ],
     );
     const request = toRequest(r.rows[0]!, []);
@@ -395,16 +405,24 @@ async function applyEffect(
     }
     case 'raise_budget_rule': {
       const rules = await listBudgetRules(tx);
-      const match = matchingRule(rules, { identityId: row.requester, model: row.requested_model });
-      if ('rule' in match) {
-        const rule = match.rule;
-        await replaceBudgetRuleIn(tx, caller, rule.id, { name: rule.name, scope: rule.scope, pattern: rule.pattern, limitUsd: effect.permanentLimitUsd, period: rule.period }, `raised by access request ${row.id}`);
-      } else if (match.problem === 'missing') {
-        ctx.warnings.push(`no budget rule covers ${row.requester}${row.requested_model ? ` and ${row.requested_model}` : ''}: the top-up is granted, but no persisted rule was raised`);
+      const warn = (problem: string) => ctx.warnings.push(`${problem}: the top-up is granted, but no persisted budget rule was raised`);
+      let target = null as (typeof rules)[number] | null;
+      if (row.budget_rule_id !== null) {
+        // The rule the request matched when it was submitted.
+        const recorded = rules.find((r) => r.id === row.budget_rule_id);
+        if (!recorded) warn(`budget rule "${row.budget_rule_name}" matched this request when it was submitted and has been removed since`);
+        else if (recorded.name !== row.budget_rule_name) warn(`budget rule "${row.budget_rule_name}" matched this request when it was submitted and has been renamed to "${recorded.name}" since`);
+        else if (rules.some((r) => r.id !== recorded.id && r.scope === recorded.scope && r.pattern === recorded.pattern)) {
+          warn(`several budget rules now have scope ${recorded.scope} and pattern ${recorded.pattern}`);
+        } else target = recorded;
       } else {
-        ctx.warnings.push(
-          `several budget rules match ${row.requester} with the same scope and pattern (${match.candidates.map((c) => c.name).join(', ')}): the top-up is granted, but no persisted rule was raised`,
-        );
+        const match = matchingRule(rules, { identityId: row.requester, model: row.requested_model });
+        if ('rule' in match) target = match.rule;
+        else if (match.problem === 'missing') warn(`no budget rule covers ${row.requester}${row.requested_model ? ` and ${row.requested_model}` : ''}`);
+        else warn(`several budget rules match ${row.requester} with the same scope and pattern (${match.candidates.map((c) => c.name).join(', ')})`);
+      }
+      if (target) {
+        await replaceBudgetRuleIn(tx, caller, target.id, { name: target.name, scope: target.scope, pattern: target.pattern, limitUsd: effect.permanentLimitUsd, period: target.period }, `raised by access request ${row.id}`);
       }
       return ctx.grantId;
     }

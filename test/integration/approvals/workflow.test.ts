@@ -137,6 +137,22 @@ describeEachStore('approvals workflow', ({ store }) => {
     const missing = await w.admin.post(`/api/v1/access-requests/${lonely.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 9 });
     assert.equal(missing.status, 200);
     assert.match(missing.body.warnings[0], /no budget rule covers/);
+
+    // The rule a request matched at submission, renamed or removed before approval: granted, not raised, warned.
+    const gina = w.admin.with(await developerWithToken(w.admin, 'ops/gina', 'developer'));
+    const ginaRule = (await w.admin.post('/api/v1/budget-rules', { name: 'gina daily', scope: 'ops/gina', pattern: '*', limitUsd: 2, period: 'day' })).body;
+    const renamedReq = (await gina.post('/api/v1/access-requests', { type: 'budget_topup', requestedAmountUsd: 1, justification: 'x' })).body;
+    const removedReq = (await gina.post('/api/v1/access-requests', { type: 'budget_topup', requestedAmountUsd: 1, justification: 'y' })).body;
+    await w.admin.put(`/api/v1/budget-rules/${ginaRule.id}`, { name: 'gina per day', scope: 'ops/gina', pattern: '*', limitUsd: 2, period: 'day' });
+    const renamed = await w.admin.post(`/api/v1/access-requests/${renamedReq.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 20 });
+    assert.equal(renamed.status, 200);
+    assert.match(renamed.body.warnings[0], /"gina daily" .* renamed to "gina per day"/);
+    assert.equal((await w.admin.get(`/api/v1/budget-rules/${ginaRule.id}`)).body.limitUsd, 2, 'not raised');
+    await w.admin.delete(`/api/v1/budget-rules/${ginaRule.id}`);
+    const removed = await w.admin.post(`/api/v1/access-requests/${removedReq.id}/approve`, { raiseBudgetRule: true, permanentLimitUsd: 20 });
+    assert.equal(removed.status, 200);
+    assert.equal(removed.body.grant.state, 'active');
+    assert.match(removed.body.warnings[0], /removed since/);
   });
 
   test('exception rules: CRUD, and their required approvers join each request for the policy', async () => {
