@@ -10,10 +10,12 @@ import type { Queryable } from '../store/db.js';
 export class StoredGrantLookup implements GrantLookup {
   constructor(private readonly db: Queryable) {}
 
-  async forDeveloper(developerId: string, at: Date): Promise<CallerGrants> {
+  async forDeveloper(developerId: string, at: Date, project = ''): Promise<CallerGrants> {
+    // A grant scoped to a project counts only for calls that name that project; an unscoped one counts everywhere.
     const r = await this.db.query<{ type: string; policy_name: string | null; model: string | null; amount_usd: string | null }>(
-      `SELECT type, policy_name, model, amount_usd FROM grants WHERE developer_id = $1 AND state = 'active' AND expires_at > $2`,
-      [developerId, at],
+      `SELECT type, policy_name, model, amount_usd FROM grants
+        WHERE developer_id = $1 AND state = 'active' AND expires_at > $2 AND (project_scope = '' OR project_scope = $3)`,
+      [developerId, at, project],
     );
     if (r.rows.length === 0) return NO_GRANTS;
     const exempt = new Set<string>();

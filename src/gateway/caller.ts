@@ -13,6 +13,8 @@ import type { CredentialCache } from './credential-cache.js';
 
 export const SESSION_HEADER = 'x-reins-session';
 export const AGENT_HEADER = 'x-reins-agent';
+/** The project (repository, workspace) a developer's tool works in; grants scoped to a project count only there. */
+export const PROJECT_HEADER = 'x-reins-project';
 const SESSION_ID = /^[\x21-\x7e]{1,200}$/;
 
 export interface GovernedCaller {
@@ -24,6 +26,8 @@ export interface GovernedCaller {
   agentId: string;
   /** '' for agent keys: they have no session. */
   sessionId: string;
+  /** `X-Reins-Project` of a personal access token's call; '' when not sent. */
+  project: string;
   /** A bad Reins header: refused at decision time, in the client's protocol. */
   problem: string | null;
 }
@@ -45,11 +49,15 @@ export async function resolveCaller(deps: CallerDeps, secret: string, headers: I
   if (!c) return null;
   deps.onTokenUse?.(c.tokenId);
   if (c.kind === 'agent') {
-    return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', problem: null };
+    return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', project: '', problem: null };
   }
   const sentSession = header(headers, SESSION_HEADER);
   const sentAgent = header(headers, AGENT_HEADER);
+  const sentProject = header(headers, PROJECT_HEADER);
   let problem: string | null = null;
+  if (sentProject !== undefined && !SESSION_ID.test(sentProject)) {
+    problem = `the X-Reins-Project header must be 1 to 200 visible ASCII characters`;
+  }
   if (sentSession !== undefined && !SESSION_ID.test(sentSession)) {
     problem = `the X-Reins-Session header must be 1 to 200 visible ASCII characters`;
   }
@@ -66,6 +74,7 @@ export async function resolveCaller(deps: CallerDeps, secret: string, headers: I
     identityId: c.identityId,
     developer: { id: c.identityId, role: c.role ?? 'developer' },
     agentId,
+    project: sentProject !== undefined && problem === null ? sentProject : '',
     // One session per token and (UTC) day when the tool does not name its own.
     sessionId: sentSession !== undefined && problem === null ? sentSession : `${c.tokenId}:${new Date().toISOString().slice(0, 10)}`,
     problem,

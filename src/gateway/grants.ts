@@ -13,8 +13,11 @@ export interface CallerGrants {
 }
 
 export interface GrantLookup {
-  /** The grants of a developer identity in force at `at`. Agent keys have none. */
-  forDeveloper(developerId: string, at: Date): CallerGrants | Promise<CallerGrants>;
+  /**
+   * The grants of a developer identity in force at `at` for the call's project (`X-Reins-Project`, '' when not
+   * sent): a grant with a project scope counts only for calls of that project. Agent keys have none.
+   */
+  forDeveloper(developerId: string, at: Date, project?: string): CallerGrants | Promise<CallerGrants>;
 }
 
 export const NO_GRANTS: CallerGrants = Object.freeze({

@@ -166,7 +166,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {
-      const found = this.deps.grants.forDeveloper(caller.developer.id, at);
+      const found = this.deps.grants.forDeveloper(caller.developer.id, at, caller.project);
       grants = found instanceof Promise ? await found : found;
     }
     const llm = {

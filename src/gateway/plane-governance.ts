@@ -93,7 +93,7 @@ export class PlaneGovernance {
     }
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {
-      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date());
+      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date(), caller.project);
       grants = found instanceof Promise ? await found : found;
     }
     const object = createPolicyObject({ request: { type }, agent: sections.agent, developer: sections.developer, session: sections.session, ...section });
@@ -130,7 +130,7 @@ export class PlaneGovernance {
     if (caller.problem) return false;
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {
-      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date());
+      const found = this.deps.grants.forDeveloper(caller.developer.id, new Date(), caller.project);
       // A lookup that must wait cannot hide anything here: show the tool and let the call be decided.
       if (found instanceof Promise) return false;
       grants = found;

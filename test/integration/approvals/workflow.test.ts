@@ -181,6 +181,29 @@ describeEachStore('approvals workflow', ({ store }) => {
     await assert.rejects(ask(), (err: Error) => err.message.includes(`request ${req.id} was denied: Use Sonnet for refactors <not opus>.`));
   });
 
+  test('an exception scoped to a project counts only for calls that name that project (X-Reins-Project)', async () => {
+    const token = await developerWithToken(w.admin, 'eng/hana', 'developer');
+    const ask = (project?: string) =>
+      anthropic(w.replica.url, token, project ? { 'X-Reins-Project': project } : {}).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    const req = (await w.admin.with(token).post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'repo-a only', projectScope: 'github.com/acme/repo-a' })).body;
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, {});
+    assert.equal(approved.body.grant.projectScope, 'github.com/acme/repo-a');
+    await ask('github.com/acme/repo-a');
+    await assert.rejects(ask('github.com/acme/repo-b'), /autonomy-model-ceiling/);
+    await assert.rejects(ask(), /autonomy-model-ceiling/);
+  });
+
+  test('the requester added as a co-signer still cannot approve their own request, and the attempt is audited', async () => {
+    const req = (await dev.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'o1-pro', justification: 'x' })).body;
+    await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/erin'] });
+    const self = await dev.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' });
+    assert.equal(self.status, 403);
+    const audited = (await w.admin.get('/api/v1/audit-events?type=control&action=access_request.vote')).body.items;
+    assert.ok(audited.some((e: any) => e.outcome === 'refused' && e.data.code === 'self_approval' && e.data.requestId === req.id));
+    const withdraw = await dev.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'deny', reason: 'not needed after all' });
+    assert.equal(withdraw.body.request.state, 'denied');
+  });
+
   test("notifications are the caller's own and can be marked read", async () => {
     const mine = (await dev.get('/api/v1/notifications')).body.items;
     assert.ok(mine.length > 0);
