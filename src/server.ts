@@ -14,6 +14,8 @@ import type { GrantLookup } from './gateway/grants.js';
 import { StoredGrantLookup } from './approvals/grant-lookup.js';
 import { ExpirySweeper } from './approvals/expiry-sweeper.js';
 import { WebhookDispatcher } from './approvals/webhook.js';
+import { HeldCallRegistry } from './held-calls/registry.js';
+import { HumanReviewCache } from './held-calls/settings.js';
 import { createPriceTable } from './gateway/metering/prices.js';
 import { GatewayRules } from './gateway/rules/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './http/app.js';
@@ -87,6 +89,12 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const rules = new GatewayRules(db, { refreshSeconds, listen, onError });
     await rules.start();
     stoppers.push(() => rules.stop());
+    const review = new HumanReviewCache(db, { refreshSeconds, listen, onError });
+    await review.start();
+    stoppers.push(() => review.stop());
+    const held = new HeldCallRegistry(db, review, { listen, onError });
+    await held.start();
+    stoppers.push(() => held.stop());
     const credentials = new CredentialCache(db, { listen });
     await credentials.start();
     stoppers.push(() => credentials.stop());
@@ -101,7 +109,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       stoppers.push(() => webhook.stop());
     }
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db) };
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
     const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

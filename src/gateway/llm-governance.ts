@@ -22,6 +22,9 @@ import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import { refusalMessage } from './llm/refusal.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
+import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
+import { promptExcerpt } from '../held-calls/redact.js';
+import type { HeldCallRegistry, HoldOutcome } from '../held-calls/registry.js';
 import type { CallResult, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
 import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.js';
 import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
@@ -38,6 +41,8 @@ interface CallContext {
   price: ModelPrice | null;
   reservations: Reservation[];
   exempted: string[];
+  /** How a hold ended, when the call was parked. */
+  held?: HoldOutcome;
 }
 
 export interface LlmGovernanceDeps {
@@ -51,10 +56,44 @@ export interface LlmGovernanceDeps {
   grants: GrantLookup;
   /** What a refusal says about the developer's own request for the same policy or model (approvals). */
   notes?: RequestNotes;
+  /** Parks calls an approve policy holds; absent: such calls are refused with the policy's message. */
+  held?: HeldCallRegistry;
   onTokenUse?: (tokenId: string) => void;
   onError?: (err: Error, what: string) => void;
   /** Counts each completed call by provider and outcome (ok, refused, error). */
   onCompleted?: (provider: string, outcome: string, refusal: string | null) => void;
+}
+
+/**
+ * The two model families whose native Bedrock routes are held (the spec's "two model families"): Anthropic Claude
+ * and Amazon Nova, on invoke and invoke-with-response-stream only. Their Converse routes and other families are
+ * refused outright by an approve policy.
+ */
+function holdableOnBedrock(call: LlmCall<GovernedCaller>): boolean {
+  const action = policyRoute('bedrock', call.route);
+  const model = call.model ?? '';
+  return (action === 'invoke' || action === 'invoke-with-response-stream') && /(^|[.:/])(anthropic\.claude|amazon\.nova)/.test(model);
+}
+
+/** The readable part of a prompt for the held-call entry: the last message's text, else the input or prompt. */
+function promptText(body: unknown): string {
+  if (typeof body !== 'object' || body === null) return '';
+  const b = body as Record<string, unknown>;
+  const textOf = (content: unknown): string =>
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.map((part) => (typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '')).join(' ')
+        : '';
+  if (Array.isArray(b.messages) && b.messages.length > 0) {
+    const last = b.messages[b.messages.length - 1] as { content?: unknown };
+    const text = textOf(last?.content);
+    if (text) return text;
+  }
+  if (typeof b.input === 'string') return b.input;
+  if (Array.isArray(b.input)) return textOf(b.input.map((i) => (typeof i === 'object' && i !== null ? ((i as { content?: unknown }).content ?? i) : i)).flat());
+  if (typeof b.prompt === 'string') return b.prompt;
+  return JSON.stringify(b).slice(0, 2000);
 }
 
 const routeNames = new Map<string, string>();
@@ -205,13 +244,58 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       }
     }
 
-    // Held calls come with the human-review workflow; until then an approve outcome stops the call and says why.
+    // An approve outcome parks the call until a person decides; token counting and listings are never held.
     if (decision.outcome === 'approve' && call.metered) {
       const p = decision.decidingPolicy!;
-      return refuse(
-        'approval_required',
-        `Reins policy "${p.name}" requires a person to approve this request, and this Reins does not yet park LLM calls for approval: ${p.message}`,
-      );
+      if (!this.deps.held) {
+        return refuse('approval_required', `Reins policy "${p.name}" requires a person to approve this request, and held calls are not enabled: ${p.message}`);
+      }
+      if (call.provider === 'bedrock' && !holdableOnBedrock(call)) {
+        return refuse(
+          'approval_required',
+          `Reins policy "${p.name}" requires a person to approve this request, and this Bedrock route cannot be held: only invoke and ` +
+            `invoke-with-response-stream of Anthropic Claude and Amazon Nova models are parked for approval; other models and the Converse API are refused. ${p.message}`,
+        );
+      }
+      const held = await this.deps.held.hold({
+        kind: 'llm',
+        requester: caller.developer?.id ?? null,
+        agentId: caller.agentId,
+        sessionId: caller.sessionId === '' ? null : caller.sessionId,
+        tool: null,
+        model: call.model,
+        policyName: p.name,
+        policyMessage: p.message,
+        ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
+        promptExcerpt: promptExcerpt(promptText(call.body), 500),
+        dedupeKey: heldCallDedupeKey({
+          kind: 'llm',
+          agentId: caller.agentId,
+          sessionId: caller.sessionId === '' ? null : caller.sessionId,
+          policyName: p.name,
+          route: `/llm/${call.provider}${call.route}`,
+          model: call.model ?? '',
+          body: call.body,
+        }),
+      });
+      ctx.held = held;
+      if (held.outcome === 'stopped') {
+        return refuse(
+          'policy',
+          await this.withNote(
+            caller,
+            `Reins policy "${p.name}" stopped this request after review: ${p.message} Reviewer's note: "${held.note}". ` +
+              `If you need it, request an exception to ${p.name} (console Security > Approvals, POST /api/v1/access-requests, or the request tool of the reins MCP server).`,
+            { policy: p.name },
+          ),
+        );
+      }
+      if (held.outcome === 'timed_out' && !held.allow) {
+        return refuse(
+          'approval_required',
+          `Reins policy "${p.name}" held this request for approval and no reviewer acted in time, so it was not sent: ${p.message} Try again later or ask an admin to review it.`,
+        );
+      }
     }
 
     if (call.metered && call.model !== null) {
@@ -303,6 +387,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         ...(decision && decision.errors.length > 0 ? { policyErrors: decision.errors } : {}),
         ...(ctx?.exempted.length ? { exemptedBy: 'grant', exempted: ctx.exempted } : {}),
         ...(ctx?.refusal ? { refusal: ctx.refusal } : {}),
+        ...(ctx?.held ? { held: { entryId: ctx.held.entryId, outcome: ctx.held.outcome, ...(ctx.held.outcome === 'timed_out' ? { letThrough: ctx.held.allow } : {}) } } : {}),
         status: result.status,
         end: result.end,
         durationMs: Math.round(result.durationMs * 1000) / 1000,

@@ -32,6 +32,9 @@ import { registerSpendRoutes } from '../gateway/spend.js';
 import { registerApprovalRoutes } from '../approvals/routes.js';
 import { requestDesk } from '../approvals/request-desk.js';
 import { StoredRequestNotes } from '../approvals/request-notes.js';
+import type { HeldCallRegistry } from '../held-calls/registry.js';
+import { registerHeldCallRoutes } from '../held-calls/routes.js';
+import type { HumanReviewCache } from '../held-calls/settings.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
 import type { Db } from '../store/db.js';
@@ -60,6 +63,8 @@ export interface GatewayRuntime {
   grants: GrantLookup;
   /** Set by buildApp: the MCP and egress planes' governance (the egress proxy runs on its own port). */
   plane?: PlaneGovernance;
+  held: HeldCallRegistry;
+  review: HumanReviewCache;
 }
 
 /** Header values that must never reach a log line. */
@@ -98,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
         onCompleted: gatewayMetrics.completed,
         notes: new StoredRequestNotes(deps.db),
+        held: gw.held,
       }),
     },
     log,
@@ -184,6 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
   registerApprovalRoutes(app, deps.db);
+  registerHeldCallRoutes(app, { db: deps.db, registry: gw.held, review: gw.review });
   registerLlmGateway(app, gateway);
   registerReinsMcpRoute(app, reinsMcp);
   registerMcpProxyRoute(app, mcp);

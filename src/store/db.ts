@@ -49,4 +49,8 @@ export const Channels = {
   policy: 'reins_policy',
   /** Budget rules or model-access rules changed. */
   gatewayRules: 'reins_gateway_rules',
+  /** A held call was decided (payload: {id, state, timeoutOutcome?, note?}). */
+  heldCall: 'reins_held_call',
+  /** Settings changed (Human Review windows and timeout outcome). */
+  settings: 'reins_settings',
 } as const;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { FAKE_USAGE } from '../../fakes/fake-providers.js';
-import { agentWithKey, Client, describeEachStore, developerWithToken, enc } from '../../helpers/harness.js';
+import { agentWithKey, Client, describeEachStore, developerWithToken, enc, waitFor } from '../../helpers/harness.js';
 import { anthropic, llmEvent, openai, PROVIDER_KEY, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user' as const, content: 'hi' }], ...extra });
@@ -146,7 +146,7 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal(ok.data.length, 1);
   });
 
-  test('an approve policy stops a generating call with its message until held calls exist; token counting passes', async () => {
+  test('an approve policy parks a generating call until an admin releases it; token counting is never held', async () => {
     await w.admin.post('/api/v1/policies', {
       name: 'review-haiku',
       kind: 'approve',
@@ -155,12 +155,18 @@ describeEachStore('gateway: governed calls', ({ store }) => {
       message: 'Haiku calls are reviewed this week.',
     });
     const client = anthropic(w.replica.url, agentKey);
-    await assert.rejects(
-      client.messages.create({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
-      /review-haiku.*requires a person to approve.*reviewed this week/,
-    );
     const counted = await client.messages.countTokens({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(counted.input_tokens, 42);
+    const parked = client.messages.create({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.policyName === 'review-haiku');
+      return entry !== undefined;
+    }, 5000);
+    assert.equal(entry.model, 'claude-haiku-4-5');
+    assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).status, 200);
+    const answer = await parked;
+    assert.equal(answer.id, 'msg_fake');
     await w.admin.delete('/api/v1/policies/review-haiku');
   });
 

@@ -1,0 +1,364 @@
+/**
+ * The held-call registry: parks a live call until a person decides, on whichever replica they decide.
+ *
+ * The caller waits on the replica that received it; the entry lives in the shared store. An identical call
+ * (same de-duplication key) while the entry is pending attaches to it (one conditional upsert), so a retried
+ * call finds its entry and one decision applies to all. A decision is one conditional update under the row
+ * lock through the pure `decideHeldCall`, announced over NOTIFY; every replica wakes its own waiters. The window's
+ * end is a timer on every replica with waiters, and the conditional update makes exactly one of them time the
+ * entry out. Replicas with calls parked keep a heartbeat; entries of a replica whose heartbeat lapsed are
+ * stopped by the others with a reason, so nothing stays stuck.
+ */
+import { randomBytes } from 'node:crypto';
+import { recordAudit } from '../audit/audit.js';
+import { decideHeldCall, refusalStatus, SYSTEM_ACTOR, type HeldCallState } from '../approvals/decision-state.js';
+import { approverOf } from '../approvals/access-requests.js';
+import type { Actor } from '../identity/actor.js';
+import { AppError, notFound } from '../http/errors.js';
+import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import type { HumanReviewCache } from './settings.js';
+
+export interface HoldRequest {
+  kind: 'llm' | 'mcp';
+  requester: string | null;
+  agentId: string;
+  sessionId: string | null;
+  tool: string | null;
+  model: string | null;
+  policyName: string;
+  policyMessage: string;
+  /** The policy's own window; else the Human Review setting of the kind. */
+  approvalWindowSeconds?: number;
+  /** Already redacted and shortened. */
+  promptExcerpt: string | null;
+  dedupeKey: string;
+}
+
+export type HoldOutcome =
+  | { outcome: 'released'; entryId: string }
+  | { outcome: 'stopped'; entryId: string; note: string; decidedBy: string }
+  | { outcome: 'timed_out'; entryId: string; allow: boolean };
+
+export interface HeldCall {
+  id: string;
+  kind: 'llm' | 'mcp';
+  state: HeldCallState;
+  timeoutOutcome: 'deny' | 'allow' | null;
+  requester: string | null;
+  agentId: string;
+  sessionId: string | null;
+  tool: string | null;
+  model: string | null;
+  policyName: string;
+  policyMessage: string;
+  promptExcerpt: string | null;
+  attachedCalls: number;
+  createdAt: string;
+  expiresAt: string;
+  decidedBy: string | null;
+  note: string | null;
+}
+
+interface Row {
+  id: string;
+  kind: 'llm' | 'mcp';
+  state: HeldCallState;
+  timeout_outcome: 'deny' | 'allow' | null;
+  requester: string | null;
+  agent_id: string;
+  session_id: string | null;
+  tool: string | null;
+  model: string | null;
+  policy_name: string;
+  policy_message: string;
+  prompt_excerpt: string | null;
+  attached_calls: number;
+  replica_id: string;
+  created_at: Date;
+  expires_at: Date;
+  decided_by: string | null;
+  note: string | null;
+}
+
+const COLUMNS =
+  'id, kind, state, timeout_outcome, requester, agent_id, session_id, tool, model, policy_name, policy_message, prompt_excerpt, attached_calls, replica_id, created_at, expires_at, decided_by, note';
+
+function toHeldCall(r: Row): HeldCall {
+  return {
+    id: r.id,
+    kind: r.kind,
+    state: r.state,
+    timeoutOutcome: r.timeout_outcome,
+    requester: r.requester,
+    agentId: r.agent_id,
+    sessionId: r.session_id,
+    tool: r.tool,
+    model: r.model,
+    policyName: r.policy_name,
+    policyMessage: r.policy_message,
+    promptExcerpt: r.prompt_excerpt,
+    attachedCalls: r.attached_calls,
+    createdAt: r.created_at.toISOString(),
+    expiresAt: r.expires_at.toISOString(),
+    decidedBy: r.decided_by,
+    note: r.note,
+  };
+}
+
+function outcomeOf(r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'decided_by'>): HoldOutcome | null {
+  switch (r.state) {
+    case 'pending':
+      return null;
+    case 'released':
+      return { outcome: 'released', entryId: r.id };
+    case 'stopped':
+      return { outcome: 'stopped', entryId: r.id, note: r.note ?? '', decidedBy: r.decided_by ?? '' };
+    case 'timed_out':
+      return { outcome: 'timed_out', entryId: r.id, allow: r.timeout_outcome === 'allow' };
+  }
+}
+
+export interface RegistryOptions {
+  heartbeatSeconds?: number;
+  /** A replica silent this long has its pending entries stopped by the others. */
+  lapseSeconds?: number;
+  listen?: boolean;
+  onError?: (err: Error) => void;
+}
+
+export class HeldCallRegistry {
+  readonly replicaId = `r_${randomBytes(6).toString('base64url')}`;
+  private readonly waiters = new Map<string, Set<(o: HoldOutcome) => void>>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private unlisten: (() => Promise<void>) | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly heartbeatSeconds: number;
+  private readonly lapseSeconds: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly settings: HumanReviewCache,
+    private readonly options: RegistryOptions = {},
+  ) {
+    this.heartbeatSeconds = options.heartbeatSeconds ?? 5;
+    this.lapseSeconds = options.lapseSeconds ?? 30;
+  }
+
+  async start(): Promise<void> {
+    if (this.options.listen !== false) {
+      this.unlisten = await this.db.listen(Channels.heldCall, (payload) => this.onNotification(payload), { onResync: () => void this.recheckAll() });
+    }
+    await this.beat();
+    this.heartbeat = setInterval(() => {
+      void this.beat();
+      void this.resolveOrphans();
+      // A notification lost without a resync still reaches the waiter within a beat.
+      void this.recheckAll();
+    }, this.heartbeatSeconds * 1000);
+    this.heartbeat.unref();
+  }
+
+  /** Graceful stop: this replica's waiting callers are told, and its pending entries stopped, at once. */
+  async stop(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    await this.unlisten?.();
+    this.unlisten = null;
+    await this.stopEntriesOf(this.replicaId, 'the Reins replica holding this call shut down before anyone decided').catch((err: Error) => this.options.onError?.(err));
+    await this.db.query('DELETE FROM replica_heartbeats WHERE replica_id = $1', [this.replicaId]).catch(() => undefined);
+  }
+
+  get waiting(): number {
+    let n = 0;
+    for (const set of this.waiters.values()) n += set.size;
+    return n;
+  }
+
+  /** Parks a call: creates or joins the pending entry and resolves when it is decided or times out. */
+  async hold(req: HoldRequest): Promise<HoldOutcome> {
+    const review = this.settings.value;
+    const window = req.approvalWindowSeconds ?? (req.kind === 'llm' ? review.llmApprovalWindowSeconds : review.mcpApprovalWindowSeconds);
+    const r = await this.db.query<Row>(
+      `INSERT INTO held_calls (id, kind, state, requester, agent_id, session_id, tool, model, policy_name, policy_message, prompt_excerpt, dedupe_key, replica_id, expires_at)
+       VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13))
+       ON CONFLICT (dedupe_key) WHERE state = 'pending' DO UPDATE SET attached_calls = held_calls.attached_calls + 1
+       RETURNING ${COLUMNS}`,
+      [
+        `hc_${randomBytes(9).toString('base64url')}`,
+        req.kind,
+        req.requester,
+        req.agentId,
+        req.sessionId,
+        req.tool,
+        req.model,
+        req.policyName,
+        req.policyMessage,
+        req.promptExcerpt,
+        req.dedupeKey,
+        this.replicaId,
+        window,
+      ],
+    );
+    const row = r.rows[0]!;
+    const outcome = new Promise<HoldOutcome>((resolve) => {
+      let set = this.waiters.get(row.id);
+      if (!set) this.waiters.set(row.id, (set = new Set()));
+      set.add(resolve);
+    });
+    this.armTimer(row.id, row.expires_at);
+    // Decided between the upsert and the waiter? Read once more so the caller is not left waiting for a lost wake-up.
+    void this.recheck(row.id);
+    return outcome;
+  }
+
+  private armTimer(id: string, expiresAt: Date): void {
+    if (this.timers.has(id)) return;
+    const delay = Math.max(0, expiresAt.getTime() - Date.now()) + 20;
+    const t = setTimeout(() => {
+      this.timers.delete(id);
+      void this.timeOut(id).catch((err: Error) => this.options.onError?.(err));
+    }, Math.min(delay, 2 ** 31 - 1));
+    t.unref();
+    this.timers.set(id, t);
+  }
+
+  private wake(id: string, outcome: HoldOutcome): void {
+    const set = this.waiters.get(id);
+    if (!set) return;
+    this.waiters.delete(id);
+    const t = this.timers.get(id);
+    if (t) clearTimeout(t);
+    this.timers.delete(id);
+    for (const resolve of set) resolve(outcome);
+  }
+
+  private onNotification(payload: string): void {
+    try {
+      const p = JSON.parse(payload) as { id?: string };
+      if (typeof p.id === 'string' && this.waiters.has(p.id)) void this.recheck(p.id);
+    } catch {
+      // not ours
+    }
+  }
+
+  private async recheck(id: string): Promise<void> {
+    const r = await this.db.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id]);
+    const row = r.rows[0];
+    const outcome = row ? outcomeOf(row) : null;
+    if (outcome) this.wake(id, outcome);
+  }
+
+  private async recheckAll(): Promise<void> {
+    for (const id of [...this.waiters.keys()]) await this.recheck(id).catch(() => undefined);
+  }
+
+  private async beat(): Promise<void> {
+    await this.db
+      .query(`INSERT INTO replica_heartbeats (replica_id, seen_at) VALUES ($1, now()) ON CONFLICT (replica_id) DO UPDATE SET seen_at = now()`, [this.replicaId])
+      .catch((err: Error) => this.options.onError?.(err));
+  }
+
+  /** Stops the pending entries of replicas whose heartbeat lapsed (or that never had one), with a reason. */
+  async resolveOrphans(): Promise<void> {
+    const r = await this.db.query<{ replica_id: string }>(
+      `SELECT DISTINCT h.replica_id FROM held_calls h LEFT JOIN replica_heartbeats b ON b.replica_id = h.replica_id
+        WHERE h.state = 'pending' AND h.replica_id <> $1 AND (b.seen_at IS NULL OR b.seen_at < now() - make_interval(secs => $2))`,
+      [this.replicaId, this.lapseSeconds],
+    );
+    for (const { replica_id } of r.rows) {
+      await this.stopEntriesOf(replica_id, 'the Reins replica holding this call stopped before anyone decided').catch((err: Error) => this.options.onError?.(err));
+    }
+  }
+
+  private async stopEntriesOf(replicaId: string, note: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const r = await tx.query<Row>(
+        `UPDATE held_calls SET state = 'stopped', decided_by = 'system:reins', decided_at = now(), note = $2
+          WHERE replica_id = $1 AND state = 'pending' RETURNING ${COLUMNS}`,
+        [replicaId, note],
+      );
+      for (const row of r.rows) {
+        await recordAudit(tx, {
+          type: 'control',
+          action: 'held_call.orphaned',
+          actor: { kind: 'system', name: 'held-calls' },
+          subject: row.requester ?? row.agent_id,
+          data: { heldCallId: row.id, replicaId, note },
+        });
+        await notify(tx, Channels.heldCall, { id: row.id, state: 'stopped' });
+      }
+    });
+  }
+
+  /** Times an entry out if its window has elapsed and nobody decided; exactly one replica's update takes effect. */
+  async timeOut(id: string): Promise<void> {
+    const outcome = this.settings.value.timeoutOutcome;
+    await this.db.transaction(async (tx) => {
+      const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
+      const row = r.rows[0];
+      if (!row) return;
+      const d = decideHeldCall({ state: row.state, requester: row.requester, expiresAt: row.expires_at.getTime() }, { kind: 'time_out', timeoutOutcome: outcome }, SYSTEM_ACTOR, Date.now());
+      if (!d.ok || d.effects.length === 0) return;
+      await tx.query(`UPDATE held_calls SET state = 'timed_out', timeout_outcome = $2, decided_by = 'system:timeout', decided_at = now() WHERE id = $1 AND state = 'pending'`, [id, outcome]);
+      await recordAudit(tx, {
+        type: 'control',
+        action: 'held_call.time_out',
+        actor: { kind: 'system', name: 'held-calls' },
+        subject: row.requester ?? row.agent_id,
+        data: { heldCallId: id, timeoutOutcome: outcome, attachedCalls: row.attached_calls },
+      });
+      await notify(tx, Channels.heldCall, { id, state: 'timed_out' });
+    });
+    await this.recheck(id);
+  }
+
+  /** An admin's decision (approve / deny with a note), from any replica. */
+  async decide(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
+    const approver = approverOf(caller);
+    const result = await this.db.transaction(async (tx): Promise<{ refused: { code: Parameters<typeof refusalStatus>[0]; message: string; auditAction: string } } | { entry: HeldCall }> => {
+      const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
+      const row = r.rows[0];
+      if (!row) throw notFound(`no held call ${id}`);
+      const d = decideHeldCall({ state: row.state, requester: row.requester, expiresAt: row.expires_at.getTime() }, action, approver, Date.now());
+      if (!d.ok) return { refused: d };
+      await tx.query(`UPDATE held_calls SET state = $2, decided_by = $3, decided_at = now(), note = $4 WHERE id = $1 AND state = 'pending'`, [
+        id,
+        d.nextState,
+        approver.id,
+        action.kind === 'deny' ? action.note : null,
+      ]);
+      // Approval of a held call: audit log entry only; nothing is announced in the conversation.
+      await recordAudit(tx, {
+        type: 'control',
+        action: action.kind === 'approve' ? 'held_call.approve' : 'held_call.deny',
+        actor: caller,
+        subject: row.requester ?? row.agent_id,
+        data: { heldCallId: id, attachedCalls: row.attached_calls, policy: row.policy_name, ...(action.kind === 'deny' ? { note: action.note } : {}) },
+      });
+      await notify(tx, Channels.heldCall, { id, state: d.nextState });
+      const updated = (await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id])).rows[0]!;
+      return { entry: toHeldCall(updated) };
+    });
+    if ('refused' in result) {
+      await recordAudit(this.db, { type: 'control', action: result.refused.auditAction, actor: caller, outcome: 'refused', subject: id, data: { heldCallId: id, code: result.refused.code } });
+      const status = refusalStatus(result.refused.code);
+      throw new AppError(status === 403 ? 'forbidden' : status === 409 ? 'conflict' : 'invalid_request', result.refused.message);
+    }
+    // This replica's own waiters resume without waiting for the notification to come back.
+    if (this.waiters.has(id)) void this.recheck(id);
+    return result.entry;
+  }
+}
+
+export async function listHeldCalls(q: Queryable, state?: HeldCallState): Promise<HeldCall[]> {
+  const r = await q.query<Row>(`SELECT ${COLUMNS} FROM held_calls ${state ? 'WHERE state = $1' : ''} ORDER BY created_at DESC, id LIMIT 500`, state ? [state] : []);
+  return r.rows.map(toHeldCall);
+}
+
+export async function getHeldCall(q: Queryable, id: string): Promise<HeldCall> {
+  const r = await q.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id]);
+  if (!r.rows[0]) throw notFound(`no held call ${id}`);
+  return toHeldCall(r.rows[0]);
+}

@@ -1,0 +1,144 @@
+/**
+ * Held LLM calls with the real SDK clients: the spec's held-call table (release, deny with the note verbatim,
+ * time out with each outcome), attaching identical calls to one entry, separate entries for differences,
+ * redaction of the stored prompt excerpt, and self-release refused for a developer's own call.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { anthropic, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+
+describeEachStore('held LLM calls', ({ store }) => {
+  let w: GatewayWorld;
+  let key: string;
+  before(async () => {
+    w = await startGatewayWorld(store());
+    key = await agentWithKey(w.admin, 'eng/held-bot');
+    const created = await w.admin.post('/api/v1/policies', {
+      name: 'review-gpt-4o',
+      kind: 'approve',
+      appliesTo: ['llm'],
+      match: "object.llm.model == 'gpt-4o'",
+      message: 'gpt-4o calls need a look from the platform team.',
+    });
+    assert.equal(created.status, 201);
+  });
+  after(async () => w.close());
+
+  const ask = (token: string, content: string, headers: Record<string, string> = {}) =>
+    openai(w.replica.url, token, headers).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content }] });
+
+  async function pendingFor(content: string, count = 1): Promise<any> {
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt?.startsWith(content.slice(0, 20)) && e.attachedCalls >= count);
+      return entry !== undefined;
+    }, 5000);
+    assert.ok(entry, `no pending entry for "${content}"`);
+    return entry;
+  }
+
+  test('held + approve by an admin -> released: the call completes as if allowed; audited, nothing announced', async () => {
+    const call = ask(key, 'release me please');
+    const entry = await pendingFor('release me please');
+    assert.equal(entry.requester, null, 'an agent key has no requester');
+    assert.equal(entry.agentId, 'eng/held-bot');
+    assert.equal(entry.policyName, 'review-gpt-4o');
+    assert.equal(entry.policyMessage, 'gpt-4o calls need a look from the platform team.');
+    const released = await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    assert.equal(released.body.state, 'released');
+    const r = await call;
+    assert.equal(r.choices[0]?.message.content, 'Hello world');
+    assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'late' })).status, 409);
+    const audit = (await w.admin.get('/api/v1/audit-events?action=held_call.approve')).body.items;
+    assert.ok(audit.some((e: any) => e.data.heldCallId === entry.id));
+  });
+
+  test('held + deny -> stopped: the tool shows the policy, its message and the note verbatim, and offers an exception', async () => {
+    const call = ask(key, 'deny me please');
+    const entry = await pendingFor('deny me please');
+    const note = 'Not during the freeze <see #ops>.';
+    assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note })).body.state, 'stopped');
+    await assert.rejects(call, (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
+      assert.match(err.message, /review-gpt-4o/);
+      assert.ok(err.message.includes('gpt-4o calls need a look from the platform team.'));
+      assert.ok(err.message.includes(`"${note}"`));
+      assert.match(err.message, /request an exception/);
+      return true;
+    });
+  });
+
+  test('identical calls attach to one entry and one decision applies to all; any difference gives another entry', async () => {
+    const calls = [ask(key, 'same prompt twice'), ask(key, 'same prompt twice')];
+    const entry = await pendingFor('same prompt twice', 2);
+    assert.equal(entry.attachedCalls, 2);
+    const other = ask(key, 'a different prompt');
+    const otherEntry = await pendingFor('a different prompt');
+    assert.notEqual(otherEntry.id, entry.id);
+    await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    const answers = await Promise.all(calls);
+    assert.equal(answers.length, 2);
+    await w.admin.post(`/api/v1/held-calls/${otherEntry.id}/deny`, { note: 'no' });
+    await assert.rejects(other, OpenAI.PermissionDeniedError);
+  });
+
+  test('the window elapses: deny outcome says no reviewer acted in time; allow outcome lets it through, audited', async () => {
+    for (const outcome of ['deny', 'allow'] as const) {
+      const set = await w.admin.put('/api/v1/settings/human-review', { llmApprovalWindowSeconds: 300, mcpApprovalWindowSeconds: 1800, timeoutOutcome: outcome });
+      assert.equal(set.status, 200);
+      const content = `time me out ${outcome}`;
+      const call = ask(key, content);
+      const entry = await pendingFor(content);
+      // The clock, moved: the window has elapsed.
+      await w.replica.db.query('UPDATE held_calls SET expires_at = now() WHERE id = $1', [entry.id]);
+      await w.replica.gateway.held.timeOut(entry.id);
+      if (outcome === 'deny') {
+        await assert.rejects(call, (err: Error) => /no reviewer acted in time/.test(err.message) && !/denied/.test(err.message));
+      } else {
+        const r = await call;
+        assert.equal(r.choices.length, 1);
+      }
+      const after = (await w.admin.get(`/api/v1/held-calls/${entry.id}`)).body;
+      assert.equal(after.state, 'timed_out');
+      assert.equal(after.timeoutOutcome, outcome);
+    }
+    await w.admin.put('/api/v1/settings/human-review', { llmApprovalWindowSeconds: 300, mcpApprovalWindowSeconds: 1800, timeoutOutcome: 'deny' });
+  });
+
+  test('a developer cannot release their own held call; credentials in the prompt never reach the stored excerpt', async () => {
+    const pat = await developerWithToken(w.admin, 'eng/ivy', 'admin');
+    const secret = 'sk-proj-' + 'A1b2C3d4E5f6G7h8I9j0'.repeat(3);
+    const content = `deploy with key ${secret} and AKIAIOSFODNN7EXAMPLE please`;
+    const call = ask(pat, content, { 'X-Reins-Session': 'ivy-1' });
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.requester === 'eng/ivy');
+      return entry !== undefined;
+    }, 5000);
+    assert.ok(!entry.promptExcerpt.includes(secret) && !entry.promptExcerpt.includes('AKIAIOSFODNN7EXAMPLE'), entry.promptExcerpt);
+    assert.match(entry.promptExcerpt, /REDACTED/);
+    assert.equal(entry.sessionId, 'ivy-1');
+    const own = await w.admin.with(pat).post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    assert.equal(own.status, 403);
+    const stored = await w.replica.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM held_calls WHERE prompt_excerpt LIKE '%' || $1 || '%'`, [secret.slice(0, 20)]);
+    assert.equal(stored.rows[0]!.n, '0');
+    await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    await call;
+  });
+
+  test('Bedrock Converse is refused outright by an approve policy, never parked', async () => {
+    await w.admin.post('/api/v1/policies', { name: 'review-bedrock', kind: 'approve', appliesTo: ['llm'], match: "object.llm.provider == 'bedrock'", message: 'Bedrock is reviewed.' });
+    const r = await fetch(`${w.replica.url}/llm/bedrock/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'hi' }] }] }),
+    });
+    assert.equal(r.status, 403);
+    assert.match(((await r.json()) as { message: string }).message, /cannot be held/);
+    await w.admin.delete('/api/v1/policies/review-bedrock');
+    void Anthropic;
+  });
+});
