@@ -215,6 +215,12 @@ export class LlmGateway<C = GatewayCaller> {
       return send(res, refusal);
     }
 
+    // A client that gave up while its call was held for approval is not served: nothing goes upstream.
+    if (res.destroyed || req.socket.destroyed) {
+      complete({ status: 499, end: 'client_aborted' });
+      return;
+    }
+
     // A client that goes away while the provider is still thinking cancels the upstream call. The signal is an
     // EventEmitter, which undici accepts: an AbortController (and the DOMException of its abort) per call was a
     // measurable share of the gateway's CPU.

@@ -142,3 +142,31 @@ describeEachStore('held LLM calls', ({ store }) => {
     void Anthropic;
   });
 });
+
+describeEachStore('held LLM calls: a client that gave up', ({ store }) => {
+  let w: GatewayWorld;
+  let key: string;
+  before(async () => {
+    w = await startGatewayWorld(store());
+    key = await agentWithKey(w.admin, 'eng/impatient');
+    await w.admin.post('/api/v1/policies', { name: 'review-4o', kind: 'approve', appliesTo: ['llm'], match: "object.llm.model == 'gpt-4o'", message: 'Reviewed.' });
+  });
+  after(async () => w.close());
+
+  test('a call whose client went away during the hold is not sent upstream when released', async () => {
+    const controller = new AbortController();
+    const call = openai(w.replica.url, key).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'abandon me' }] }, { signal: controller.signal });
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === 'abandon me');
+      return entry !== undefined;
+    }, 5000);
+    controller.abort();
+    await assert.rejects(call);
+    await new Promise((r) => setTimeout(r, 100));
+    const upstreamBefore = w.fake.hits.length;
+    await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(w.fake.hits.length, upstreamBefore, 'nothing reached the provider');
+  });
+});
