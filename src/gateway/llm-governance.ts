@@ -25,7 +25,7 @@ import type { RequestNotes } from '../approvals/request-notes.js';
 import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import { promptExcerpt } from '../held-calls/redact.js';
 import type { HeldCallRegistry, HoldOutcome } from '../held-calls/registry.js';
-import type { CallResult, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
+import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
 import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.js';
 import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
 import { reserveBudget, settleBudget, type Reservation } from './rules/budget-store.js';
@@ -177,7 +177,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     return resolveCaller(this.deps, credential.secret, credential.headers);
   }
 
-  async decide(call: LlmCall<GovernedCaller>): Promise<GatewayDecision> {
+  async decide(call: LlmCall<GovernedCaller>, events?: DecideEvents): Promise<GatewayDecision> {
     // A full audit queue slows intake down instead of losing events. (No await when there is room: every
     // await is a trip through the microtask queue on the hot path.)
     const room = this.deps.audit.ready();
@@ -257,6 +257,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
             `invoke-with-response-stream of Anthropic Claude and Amazon Nova models are parked for approval; other models and the Converse API are refused. ${p.message}`,
         );
       }
+      events?.onHeld?.();
       const held = await this.deps.held.hold({
         kind: 'llm',
         requester: caller.developer?.id ?? null,

@@ -208,11 +208,20 @@ export class LlmGateway<C = GatewayCaller> {
       }
     };
 
-    const decision = await deps.hooks.decide(call);
+    // A streaming call parked for approval gets its headers at once and protocol pings while it waits, so that
+    // neither the SDK nor a proxy on the way gives up on a silent connection; the outcome then arrives in-stream.
+    let keepAlive: KeepAlive | null = null;
+    const decision = await deps.hooks.decide(call, {
+      onHeld: () => {
+        if (call.stream && provider !== 'bedrock' && !res.headersSent) keepAlive = startKeepAlive(res, provider);
+      },
+    });
+    const held = keepAlive as KeepAlive | null;
+    held?.stop();
     if (decision.outcome === 'deny') {
       const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
       complete({ status: refusal.status, end: 'refused' });
-      return send(res, refusal);
+      return held ? sseError(res, provider, refusal.body) : send(res, refusal);
     }
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
@@ -250,7 +259,7 @@ export class LlmGateway<C = GatewayCaller> {
       const origin = new URL(settings.baseUrl).origin;
       const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
       complete({ status: failed.status, end: 'upstream_unreachable' });
-      return send(res, failed);
+      return held ? sseError(res, provider, failed.body) : send(res, failed);
     }
 
     const status = upstream.statusCode;
@@ -268,10 +277,41 @@ export class LlmGateway<C = GatewayCaller> {
       const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
       complete(usage ? { status, end, usage } : { status, end });
     });
-    res.writeHead(status, downstreamHeaders(upstream.headers));
+    if (held && (status < 200 || status >= 300)) {
+      // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
+      const chunks: Buffer[] = [];
+      answerBody.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8')));
+      return;
+    }
+    if (!held) res.writeHead(status, downstreamHeaders(upstream.headers));
     if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
     answerBody.pipe(res);
   }
+}
+
+/** Pings a held streaming call every 15 s: Anthropic's own `ping` event, an SSE comment for OpenAI. */
+export const KEEP_ALIVE_MS = 15_000;
+
+interface KeepAlive {
+  stop(): void;
+}
+
+function startKeepAlive(res: ServerResponse, provider: ProviderName): KeepAlive {
+  const ping = provider === 'anthropic' ? 'event: ping\ndata: {"type": "ping"}\n\n' : ': held by Reins for approval\n\n';
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-reins-held': 'true' });
+  res.write(ping);
+  const timer = setInterval(() => {
+    if (!res.destroyed) res.write(ping);
+  }, KEEP_ALIVE_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
+function sseError(res: ServerResponse, provider: ProviderName, body: string): void {
+  if (res.destroyed) return;
+  res.end(provider === 'anthropic' ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`);
 }
 
 function observe(meter: UsageMeter, chunk: Buffer): void {

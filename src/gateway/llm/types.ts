@@ -70,10 +70,15 @@ export interface CallResult {
   durationMs: number;
 }
 
+export interface DecideEvents {
+  onHeld?: () => void;
+}
+
 export interface GatewayHooks<C = GatewayCaller> {
   /** The caller a Reins secret belongs to, or null when it is unknown, revoked or expired. */
   authenticate(credential: GatewayCredential): Promise<C | null>;
-  decide(call: LlmCall<C>): Promise<GatewayDecision>;
+  /** `events.onHeld` is called when the call is parked for a person's decision (the gateway keeps the client alive). */
+  decide(call: LlmCall<C>, events?: DecideEvents): Promise<GatewayDecision>;
   /** Called exactly once per decided call, after the last byte went to the client (or it went away). Must not throw. */
   completed(call: LlmCall<C>, result: CallResult): void;
 }

@@ -35,7 +35,7 @@ describeEachStore('held LLM calls', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt?.startsWith(content.slice(0, 20)) && e.attachedCalls >= count);
       return entry !== undefined;
-    }, 5000);
+    }, 10_000);
     assert.ok(entry, `no pending entry for "${content}"`);
     return entry;
   }
@@ -117,7 +117,7 @@ describeEachStore('held LLM calls', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.requester === 'eng/ivy');
       return entry !== undefined;
-    }, 5000);
+    }, 10_000);
     assert.ok(!entry.promptExcerpt.includes(secret) && !entry.promptExcerpt.includes('AKIAIOSFODNN7EXAMPLE'), entry.promptExcerpt);
     assert.match(entry.promptExcerpt, /REDACTED/);
     assert.equal(entry.sessionId, 'ivy-1');
@@ -160,7 +160,7 @@ describeEachStore('held LLM calls: a client that gave up', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === 'abandon me');
       return entry !== undefined;
-    }, 5000);
+    }, 10_000);
     controller.abort();
     await assert.rejects(call);
     await new Promise((r) => setTimeout(r, 100));
@@ -168,5 +168,74 @@ describeEachStore('held LLM calls: a client that gave up', ({ store }) => {
     await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(w.fake.hits.length, upstreamBefore, 'nothing reached the provider');
+  });
+});
+
+describeEachStore('held streaming calls are kept alive', ({ store }) => {
+  let w: GatewayWorld;
+  let key: string;
+  before(async () => {
+    w = await startGatewayWorld(store());
+    key = await agentWithKey(w.admin, 'eng/streamer');
+    await w.admin.post('/api/v1/policies', { name: 'review-streams', kind: 'approve', appliesTo: ['llm'], match: 'object.llm.stream', message: 'Streams are reviewed.' });
+  });
+  after(async () => w.close());
+
+  async function entryFor(model: string): Promise<any> {
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.model === model);
+      return entry !== undefined;
+    }, 10_000);
+    assert.ok(entry);
+    return entry;
+  }
+
+  test('the answer starts at once (200, SSE, a ping) while the call is held', async () => {
+    const res = await fetch(`${w.replica.url}/llm/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'claude-raw', max_tokens: 8, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-reins-held'), 'true');
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    assert.match(first, /event: ping/);
+    const entry = await entryFor('claude-raw');
+    await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    let rest = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    assert.match(rest, /message_stop/);
+  });
+
+  test('Anthropic SDK stream: released -> the final message; denied -> an error naming the policy and the note', async () => {
+    const client = anthropic(w.replica.url, key);
+    const ok = client.messages.stream({ model: 'claude-ok', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    await w.admin.post(`/api/v1/held-calls/${(await entryFor('claude-ok')).id}/approve`, {});
+    assert.equal((await ok).content[0]?.type, 'text');
+    const no = client.messages.stream({ model: 'claude-no', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    await w.admin.post(`/api/v1/held-calls/${(await entryFor('claude-no')).id}/deny`, { note: 'not now' });
+    await assert.rejects(no, (err: Error) => /review-streams/.test(err.message) && /not now/.test(err.message));
+  });
+
+  test('OpenAI SDK stream: released -> the chunks; denied -> an error naming the policy and the note', async () => {
+    const client = openai(w.replica.url, key);
+    const collect = async (model: string) => {
+      const stream = await client.chat.completions.create({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      return text;
+    };
+    const ok = collect('gpt-ok');
+    await w.admin.post(`/api/v1/held-calls/${(await entryFor('gpt-ok')).id}/approve`, {});
+    assert.equal(await ok, 'Hello world');
+    const no = collect('gpt-no');
+    await w.admin.post(`/api/v1/held-calls/${(await entryFor('gpt-no')).id}/deny`, { note: 'nope' });
+    await assert.rejects(no, (err: Error) => /review-streams/.test(err.message) && /"nope"/.test(err.message));
   });
 });
