@@ -58,6 +58,7 @@ describeEachStore('held LLM calls', ({ store }) => {
 
   test('held + deny -> stopped: the tool shows the policy, its message and the note verbatim, and offers an exception', async () => {
     const call = ask(key, 'deny me please');
+    call.catch(() => undefined); // rejected while the test is busy deciding; asserted below
     const entry = await pendingFor('deny me please');
     const note = 'Not during the freeze <see #ops>.';
     assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note })).body.state, 'stopped');
@@ -76,6 +77,7 @@ describeEachStore('held LLM calls', ({ store }) => {
     const entry = await pendingFor('same prompt twice', 2);
     assert.equal(entry.attachedCalls, 2);
     const other = ask(key, 'a different prompt');
+    other.catch(() => undefined);
     const otherEntry = await pendingFor('a different prompt');
     assert.notEqual(otherEntry.id, entry.id);
     await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
@@ -91,6 +93,7 @@ describeEachStore('held LLM calls', ({ store }) => {
       assert.equal(set.status, 200);
       const content = `time me out ${outcome}`;
       const call = ask(key, content);
+      call.catch(() => undefined);
       const entry = await pendingFor(content);
       // The clock, moved: the window has elapsed.
       await w.replica.db.query('UPDATE held_calls SET expires_at = now() WHERE id = $1', [entry.id]);
@@ -156,6 +159,7 @@ describeEachStore('held LLM calls: a client that gave up', ({ store }) => {
   test('a call whose client went away during the hold is not sent upstream when released', async () => {
     const controller = new AbortController();
     const call = openai(w.replica.url, key).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'abandon me' }] }, { signal: controller.signal });
+    call.catch(() => undefined);
     let entry: any;
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === 'abandon me');
@@ -219,6 +223,7 @@ describeEachStore('held streaming calls are kept alive', ({ store }) => {
     await w.admin.post(`/api/v1/held-calls/${(await entryFor('claude-ok')).id}/approve`, {});
     assert.equal((await ok).content[0]?.type, 'text');
     const no = client.messages.stream({ model: 'claude-no', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    no.catch(() => undefined);
     await w.admin.post(`/api/v1/held-calls/${(await entryFor('claude-no')).id}/deny`, { note: 'not now' });
     await assert.rejects(no, (err: Error) => /review-streams/.test(err.message) && /not now/.test(err.message));
   });
@@ -235,6 +240,7 @@ describeEachStore('held streaming calls are kept alive', ({ store }) => {
     await w.admin.post(`/api/v1/held-calls/${(await entryFor('gpt-ok')).id}/approve`, {});
     assert.equal(await ok, 'Hello world');
     const no = collect('gpt-no');
+    no.catch(() => undefined);
     await w.admin.post(`/api/v1/held-calls/${(await entryFor('gpt-no')).id}/deny`, { note: 'nope' });
     await assert.rejects(no, (err: Error) => /review-streams/.test(err.message) && /"nope"/.test(err.message));
   });
