@@ -250,8 +250,25 @@ export class HeldCallRegistry {
     if (outcome) this.wake(id, outcome);
   }
 
-  private async recheckAll(): Promise<void> {
-    for (const id of [...this.waiters.keys()]) await this.recheck(id).catch(() => undefined);
+  private rechecking: Promise<void> | null = null;
+
+  /** Wakes every waiter whose entry was decided, in a few set-based queries (thousands may be parked), one pass at a time. */
+  private recheckAll(): Promise<void> {
+    this.rechecking ??= (async () => {
+      const ids = [...this.waiters.keys()];
+      for (let i = 0; i < ids.length; i += 1000) {
+        const r = await this.db.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = ANY($1) AND state <> 'pending'`, [ids.slice(i, i + 1000)]);
+        for (const row of r.rows) {
+          const outcome = outcomeOf(row);
+          if (outcome) this.wake(row.id, outcome);
+        }
+      }
+    })()
+      .catch((err: Error) => this.options.onError?.(err))
+      .finally(() => {
+        this.rechecking = null;
+      });
+    return this.rechecking;
   }
 
   private async beat(): Promise<void> {
