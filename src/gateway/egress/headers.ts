@@ -5,18 +5,9 @@
  * repeated fields (several Set-Cookie) intact.
  */
 import type { IncomingMessage } from 'node:http';
+import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
 
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
 
 /**
  * Also dropped on the way up: Host is rewritten from the URI, and Expect is answered by the proxy itself (it

@@ -4,21 +4,10 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
+import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
 
 /** RFC 9110 hop-by-hop headers plus those the gateway sets itself. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-]);
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length']);
 
 /**
  * Request headers never forwarded: the client's credential (a Reins secret) and anything that would

@@ -14,21 +14,15 @@ import { recordAudit } from '../../audit/audit.js';
 import type { Actor } from '../../identity/actor.js';
 import { notFound } from '../../http/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../../store/db.js';
+import type { BudgetPeriod, BudgetRule as BudgetRuleCore, BudgetRuleInput } from '../metering/budget-rules.js';
 
-export type BudgetPeriod = 'session' | 'day' | 'month';
+export type { BudgetPeriod, BudgetRuleInput };
 
-export interface BudgetRule {
-  id: string;
-  name: string;
-  scope: string;
-  pattern: string;
-  limitUsd: number;
-  period: BudgetPeriod;
+/** A stored rule: the rule the binding logic reads, with its timestamps. */
+export interface BudgetRule extends BudgetRuleCore {
   createdAt: string;
   updatedAt: string;
 }
-
-export type BudgetRuleInput = Pick<BudgetRule, 'name' | 'scope' | 'pattern' | 'limitUsd' | 'period'>;
 
 interface Row {
   id: string;
