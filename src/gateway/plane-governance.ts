@@ -16,6 +16,8 @@ import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from './egress/types.js';
 import { refusalMessage } from './llm/refusal.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
+import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
+import type { HeldCallRegistry } from '../held-calls/registry.js';
 import type { McpCallResult, McpCredential, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
 
 export interface PlaneGovernanceDeps {
@@ -29,6 +31,8 @@ export interface PlaneGovernanceDeps {
   onCompleted?: (plane: string, outcome: string, refusal: string | null) => void;
   /** What a refusal says about the developer's own request for an exception to the refusing policy. */
   notes?: RequestNotes;
+  /** Parks tool calls an approve policy holds; absent: such calls are refused with the policy's message. */
+  held?: HeldCallRegistry;
 }
 
 export interface McpCallFacts {
@@ -76,7 +80,35 @@ export class PlaneGovernance {
   }
 
   async decideMcp(caller: GovernedCaller, facts: McpCallFacts): Promise<PlaneVerdict> {
-    return this.decide(caller, 'mcp', { mcp: facts });
+    const verdict = await this.decide(caller, 'mcp', { mcp: facts });
+    const p = verdict.decision?.decidingPolicy;
+    // An approve outcome parks the tool call for a person when held calls are enabled.
+    if (verdict.reason !== 'approval_required' || !this.deps.held || !p) return verdict;
+    const sessionId = caller.sessionId === '' ? null : caller.sessionId;
+    const held = await this.deps.held.hold({
+      kind: 'mcp',
+      requester: caller.developer?.id ?? null,
+      agentId: caller.agentId,
+      sessionId,
+      tool: `${facts.server}/${facts.tool}`,
+      model: null,
+      policyName: p.name,
+      policyMessage: p.message,
+      ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
+      promptExcerpt: null,
+      dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, sessionId, policyName: p.name, server: facts.server, tool: facts.tool, arguments: facts.arguments }),
+    });
+    if (held.outcome === 'released' || (held.outcome === 'timed_out' && held.allow)) {
+      return { ...verdict, outcome: 'allow', message: '', reason: null };
+    }
+    if (held.outcome === 'stopped') {
+      return {
+        ...verdict,
+        reason: 'policy',
+        message: `Reins policy "${p.name}" stopped this tool call after review: ${p.message} Reviewer's note: "${held.note}". If you need it, request an exception to ${p.name} with the request_policy_exception tool of the reins MCP server.`,
+      };
+    }
+    return { ...verdict, message: `Reins policy "${p.name}" held this tool call for approval and no reviewer acted in time, so it was not run: ${p.message}` };
   }
 
   async decideEgress(caller: GovernedCaller, facts: EgressFacts): Promise<PlaneVerdict> {
@@ -114,7 +146,10 @@ export class PlaneGovernance {
         ...base,
         exempted,
         outcome: 'deny',
-        message: `Reins policy "${p.name}" requires a person to approve this ${type === 'mcp' ? 'tool call' : 'connection'}, and this Reins does not yet park calls for approval: ${p.message}`,
+        message:
+          type === 'mcp'
+            ? `Reins policy "${p.name}" requires a person to approve this tool call, and held calls are not enabled: ${p.message}`
+            : `Reins policy "${p.name}" requires a person to approve this connection; connections are not parked for approval, so it is refused: ${p.message}`,
         reason: 'approval_required',
         decision,
       };

@@ -119,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
     onCompleted: gatewayMetrics.completed,
     notes: new StoredRequestNotes(deps.db),
+    held: gw.held,
   });
   gw.plane = plane;
   const mcp = new McpGateway(

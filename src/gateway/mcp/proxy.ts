@@ -378,8 +378,10 @@ export class McpGateway<C> {
 
     const toolCalls = messages.filter((m): m is Request => m.kind === 'request' && m.method === 'tools/call');
     const denied = new Set<string>();
+    const settledCalls: { call: McpToolCall<C>; decision: McpDecision }[] = [];
     if (toolCalls.length > 0) {
       const settled = await Promise.allSettled(toolCalls.map((m) => this.decideCall(exchange, m, req.headers)));
+      for (const s of settled) if (s.status === 'fulfilled') settledCalls.push(s.value);
       const failure = settled.find((s) => s.status === 'rejected');
       if (failure) {
         this.log.error({ err: failure.reason, server: exchange.upstream.name }, 'mcp decide hook failed; nothing was forwarded');
@@ -400,6 +402,11 @@ export class McpGateway<C> {
       }
     }
 
+    // A client that gave up while its call was held for approval is not served: nothing goes upstream.
+    if (toolCalls.length > 0 && (res.destroyed || req.socket.destroyed)) {
+      for (const s of settledCalls) if (s.decision.outcome === 'allow') exchange.complete(s.call, { status: 499, end: 'client_aborted' });
+      return;
+    }
     const forwarded = denied.size === 0 ? messages : messages.filter((m) => !(m.kind === 'request' && denied.has(idKey(m.id))));
     if (forwarded.length === 0) {
       return answerLocally(res, header(req.headers, 'accept'), batch ? exchange.refusals : (exchange.refusals[0] ?? {}));

@@ -39,6 +39,19 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
 
   const setTier = (tier: string) => admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/coder')}`, { tier });
 
+  async function heldThenDenied<T>(call: () => Promise<T>): Promise<T> {
+    const pending = call();
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.kind === 'mcp');
+      return entry !== undefined;
+    }, 10_000);
+    assert.ok(entry, 'the call was parked');
+    assert.equal(entry.policyName, 'autonomy-tool-approval');
+    await admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'not today' });
+    return pending;
+  }
+
   test('autonomy-tool-approval by tier: read-only always runs; destructive needs T4; unannotated counts as destructive', async () => {
     const expectations: [string, Record<string, unknown>, Record<string, boolean>][] = [
       ['read_file', { path: 'README.md' }, { T1: true, T2: true, T3: true, T4: true }],
@@ -51,7 +64,8 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
       await setTier(tier);
       for (const [tool, args, allowed] of expectations) {
         const before = upstream.toolCalls().length;
-        const r = await client.callTool({ name: tool, arguments: args });
+        // A held call is parked until someone decides: here an admin stops it, as a reviewer would.
+        const r = allowed[tier] ? await client.callTool({ name: tool, arguments: args }) : await heldThenDenied(() => client.callTool({ name: tool, arguments: args }));
         if (allowed[tier]) {
           assert.notEqual(r.isError, true, `${tool} at ${tier}: ${text(r)}`);
           assert.equal(upstream.toolCalls().length, before + 1);
@@ -62,6 +76,26 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
         }
       }
     }
+    await client.close();
+    await setTier('');
+  });
+
+  test('a held tool call released by an admin runs on the upstream and answers the client', async () => {
+    await setTier('T1');
+    const client = await connect(replica.url, key);
+    const before = upstream.toolCalls().length;
+    const pending = client.callTool({ name: 'echo', arguments: { text: 'after review' } });
+    let entry: any;
+    await waitFor(async () => {
+      entry = (await admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.kind === 'mcp' && e.tool === 'github/echo');
+      return entry !== undefined;
+    }, 10_000);
+    assert.equal(upstream.toolCalls().length, before, 'nothing runs while held');
+    await admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    const r = await pending;
+    assert.notEqual(r.isError, true);
+    assert.deepEqual(JSON.parse(text(r)), { text: 'after review' });
+    assert.equal(upstream.toolCalls().length, before + 1);
     await client.close();
     await setTier('');
   });
