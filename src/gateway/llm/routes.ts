@@ -13,6 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../http/access.js';
+import { readBody } from '../read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
@@ -118,7 +119,14 @@ export class LlmGateway<C = GatewayCaller> {
       send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${pathOf(url)}; it serves ${describeRoutes(provider)}`));
       return;
     }
-    this.readBody(req, res, provider, (body) => this.serve(provider, req, res, body));
+    void readBody(req, GATEWAY_BODY_LIMIT).then((body) => {
+      if (body === 'aborted') return;
+      if (body === 'too_large') {
+        send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
+        return;
+      }
+      this.serve(provider, req, res, body.length === 0 ? undefined : body);
+    });
   }
 
   /** Serves a call whose body was already read (the Fastify route). */
@@ -126,37 +134,6 @@ export class LlmGateway<C = GatewayCaller> {
     this.call(provider, req, res, rawBody).catch((err: unknown) => {
       this.log.error({ err }, 'gateway error');
       send(res, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
-    });
-  }
-
-  private readBody(req: IncomingMessage, res: ServerResponse, provider: ProviderName, then: (body: Buffer | undefined) => void): void {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    const tooLarge = () =>
-      send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
-    if (declared > GATEWAY_BODY_LIMIT) {
-      req.resume();
-      tooLarge();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > GATEWAY_BODY_LIMIT) {
-        failed = true;
-        tooLarge();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => {
-      if (failed) return;
-      then(size === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    });
-    req.once('error', () => {
-      failed = true;
     });
   }
 

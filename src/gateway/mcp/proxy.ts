@@ -32,6 +32,7 @@ import {
 } from './json-rpc.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
 import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpToolCall } from './types.js';
+import { readBody } from '../read-body.js';
 
 export type * from './types.js';
 export { DEFAULT_ANNOTATIONS, resolveAnnotations } from './annotations.js';
@@ -351,7 +352,7 @@ export class McpGateway<C> {
 
     const exchange = new Exchange(this, upstream, caller, started);
     if (method !== 'POST') return this.forward(req, res, exchange, undefined);
-    const raw = await readBody(req);
+    const raw = await readBody(req, MCP_BODY_LIMIT);
     if (raw === 'too_large') {
       return sendError(res, 413, null, INVALID_REQUEST, `Request too large: the MCP gateway accepts ${MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
     }
@@ -636,36 +637,4 @@ export class McpGateway<C> {
       res.end(out);
     });
   }
-}
-
-type BodyRead = Buffer | 'too_large' | 'aborted';
-
-function readBody(req: IncomingMessage): Promise<BodyRead> {
-  return new Promise((resolve) => {
-    if (Number(req.headers['content-length'] ?? 0) > MCP_BODY_LIMIT) {
-      req.resume();
-      resolve('too_large');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > MCP_BODY_LIMIT) {
-        over = true;
-        resolve('too_large');
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => {
-      if (!over) resolve(Buffer.concat(chunks, size));
-    });
-    req.once('error', () => resolve('aborted'));
-    req.once('close', () => {
-      if (!req.complete) resolve('aborted');
-    });
-  });
 }
