@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
 import { actorOf, developerOf } from '../http/auth.js';
 import { invalid, notFound } from '../http/errors.js';
-import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import { AUTH_ERRORS, Nullable, responses } from '../http/schemas.js';
 import type { Db } from '../store/db.js';
 import { decide, getGrant, getRequest, listGrants, listRequests, revokeGrant, submitRequest, type ApproveOptions, type SubmitInput } from './access-requests.js';
 import { createExceptionRule, deleteExceptionRule, getExceptionRule, listExceptionRules, replaceExceptionRule, type ExceptionRuleInput } from './exception-rules.js';
@@ -13,7 +13,6 @@ const RequestTypeT = Type.Union([Type.Literal('exception'), Type.Literal('model_
 const RequestStateT = Type.Union([Type.Literal('pending'), Type.Literal('under_review'), Type.Literal('approved'), Type.Literal('denied')]);
 const GrantStateT = Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]);
 const IdentityList = Type.Array(Type.String({ maxLength: 317 }), { maxItems: 20 });
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const AccessRequestT = Type.Object({
   id: Type.String(),

@@ -3,13 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
 import { actorOf } from '../http/auth.js';
-import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import { AUTH_ERRORS, Nullable, responses } from '../http/schemas.js';
 import type { Db } from '../store/db.js';
 import { getHeldCall, listHeldCalls, type HeldCallRegistry } from './registry.js';
 import { writeHumanReview, type HumanReviewCache, type HumanReviewSettings } from './settings.js';
 
 const StateT = Type.Union([Type.Literal('pending'), Type.Literal('released'), Type.Literal('stopped'), Type.Literal('timed_out')]);
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const HeldCallT = Type.Object({
   id: Type.String(),
   kind: Type.Union([Type.Literal('llm'), Type.Literal('mcp')]),

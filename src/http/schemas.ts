@@ -38,3 +38,6 @@ export const IdentityIdQuery = Type.Object(
   { id: Type.String({ description: 'The identity id <namespace>/<name>, URL-encoded' }) },
   { additionalProperties: false },
 );
+
+/** A field that is the schema's value or null. */
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);

@@ -159,6 +159,11 @@ export const BUDGET_RULE_LIMITS = {
   limitUsdMax: 1e9,
 } as const;
 
+/** `*`, a namespace or an identity id: what a budget or model-access rule's scope may be. */
+export function isScope(scope: string): boolean {
+  return scope === ANY_SCOPE || isNamespace(scope) || parseIdentityId(scope) !== null;
+}
+
 /**
  * A namespace scope follows the identity id's namespace rule, so that a scope accepted here can cover
  * an identity; checked by the same parser the identity ids go through.
@@ -188,7 +193,7 @@ export function validateBudgetRule(input: unknown): BudgetRuleValidation {
   if (typeof name !== 'string' || name.trim() === '' || nameChars > BUDGET_RULE_LIMITS.nameMaxChars) {
     return fail('name', `name must be 1 to ${BUDGET_RULE_LIMITS.nameMaxChars} characters, not only spaces`);
   }
-  if (typeof scope !== 'string' || !(scope === ANY_SCOPE || isNamespace(scope) || parseIdentityId(scope) !== null)) {
+  if (typeof scope !== 'string' || !isScope(scope)) {
     return fail(
       'scope',
       `scope must be "*", a namespace (lowercase letters, digits and "-", at most 63, starting and ending with a letter or digit) or an identity id; ${IDENTITY_ID_RULE}`,
