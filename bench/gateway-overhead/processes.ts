@@ -6,6 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export interface Child {
@@ -128,4 +129,41 @@ export function canPin(): boolean {
 export function stealMs(): number {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
   return Number(cpu[8] ?? 0) * CLOCK_TICK_MS;
+}
+
+/** The version of an installed package, for the results' record of what was measured. */
+export function packageVersion(root: string, name: string): string {
+  return (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * A long-lived child (a load generator) that takes one JSON job per stdin line and answers one JSON line per job,
+ * in order; `{"error": …}` rejects the job. The child's exit rejects every job still waiting.
+ */
+export class JobChild<Job, Result> {
+  private readonly waiting: { resolve: (r: Result) => void; reject: (e: Error) => void }[] = [];
+  readonly child: Child;
+
+  constructor(name: string, args: string[], cpu: number | null) {
+    this.child = startChild(name, args, {
+      cpu,
+      onLine: (line) => {
+        if (!line.startsWith('{')) return;
+        const next = this.waiting.shift();
+        const parsed = JSON.parse(line) as Result | { error: string };
+        if (typeof parsed === 'object' && parsed !== null && 'error' in parsed) next?.reject(new Error(`${name}: ${(parsed as { error: string }).error}`));
+        else next?.resolve(parsed as Result);
+      },
+    });
+    void this.child.exited.then((code) => {
+      for (const w of this.waiting.splice(0)) w.reject(new Error(`${name} exited (${code}):\n${this.child.tail()}`));
+    });
+  }
+
+  run(job: Job): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      this.child.proc.stdin!.write(`${JSON.stringify(job)}\n`);
+    });
+  }
 }

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, canPin, delay, freePort, processCpuMs, startChild, startServer, stealMs } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, startChild, startServer, stealMs } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
 import {
@@ -97,7 +97,7 @@ const LABELS: Record<TargetName, string> = {
 };
 
 function packageVersion(name: string): string {
-  return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  return installedVersion(ROOT, name);
 }
 
 function log(line: string): void {
@@ -106,31 +106,10 @@ function log(line: string): void {
 
 // ------------------------------------------------------------------ the load generator, one process for the run
 
-class Loader {
-  private readonly waiting: { resolve: (r: LoadResult) => void; reject: (e: Error) => void }[] = [];
-  readonly child: Child;
-
+/** The load generator: one long-lived process for the run, so its JIT is equally warm for every target. */
+class Loader extends JobChild<LoadJob, LoadResult> {
   constructor() {
-    this.child = startChild('load generator', [...TSX, join(HERE, 'load.ts')], {
-      cpu: CPU.generator,
-      onLine: (line) => {
-        if (!line.startsWith('{')) return;
-        const next = this.waiting.shift();
-        const parsed = JSON.parse(line) as LoadResult | { error: string };
-        if ('error' in parsed) next?.reject(new Error(`load generator: ${parsed.error}`));
-        else next?.resolve(parsed);
-      },
-    });
-    void this.child.exited.then((code) => {
-      for (const w of this.waiting.splice(0)) w.reject(new Error(`load generator exited (${code}):\n${this.child.tail()}`));
-    });
-  }
-
-  run(job: LoadJob): Promise<LoadResult> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      this.child.proc.stdin!.write(`${JSON.stringify(job)}\n`);
-    });
+    super('load generator', [...TSX, join(HERE, 'load.ts')], CPU.generator);
   }
 }
 

@@ -16,7 +16,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
-import { type Child, canPin, delay, processCpuMs, startChild, startServer, stealMs } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, startServer, stealMs } from '../gateway-overhead/processes.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { MCP_SERVER_NAME, TLS_DIR, type EgressTarget, type McpTarget } from './payloads.js';
@@ -59,13 +59,6 @@ only.add('direct');
 
 const SCENARIOS = ['mcp-seq', 'mcp-max', 'egress-new', 'egress-reuse'] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const SCENARIO_LABELS: Record<Scenario, string> = {
-  'mcp-seq': 'MCP tools/call, sequential',
-  'mcp-max': `MCP tools/call, closed loop over ${SETTINGS.maxConnections} connections`,
-  'egress-new': 'HTTPS request on a new connection (TCP [+ CONNECT] + TLS + GET)',
-  'egress-reuse': 'HTTPS request on an open connection (tunnel)',
-};
-
 const LABELS: Record<TargetName, string> = {
   direct: 'upstream, direct',
   reins: 'Reins, PGlite (audit on)',
@@ -77,36 +70,15 @@ function log(line: string): void {
 }
 
 function packageVersion(name: string): string {
-  return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  return installedVersion(ROOT, name);
 }
 
 // ------------------------------------------------------------------ the load generator
 
-class Loader {
-  private readonly waiting: { resolve: (r: PlanesResult) => void; reject: (e: Error) => void }[] = [];
-  readonly child: Child;
-
+/** The load generator: one long-lived process for the run, so its JIT is equally warm for every target. */
+class Loader extends JobChild<PlanesJob, PlanesResult> {
   constructor() {
-    this.child = startChild('load generator', [...TSX, join(HERE, 'load.ts')], {
-      cpu: CPU.generator,
-      onLine: (line) => {
-        if (!line.startsWith('{')) return;
-        const next = this.waiting.shift();
-        const parsed = JSON.parse(line) as PlanesResult | { error: string };
-        if ('error' in parsed) next?.reject(new Error(`load generator: ${parsed.error}`));
-        else next?.resolve(parsed);
-      },
-    });
-    void this.child.exited.then((code) => {
-      for (const w of this.waiting.splice(0)) w.reject(new Error(`load generator exited (${code}):\n${this.child.tail()}`));
-    });
-  }
-
-  run(job: PlanesJob): Promise<PlanesResult> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      this.child.proc.stdin!.write(`${JSON.stringify(job)}\n`);
-    });
+    super('load generator', [...TSX, join(HERE, 'load.ts')], CPU.generator);
   }
 }
 
