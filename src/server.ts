@@ -110,14 +110,14 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     }
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
-    const app = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
+    const { app, plane } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
     const address = await app.listen({ host: config.host, port: config.port });
     let egressUrl: string | null = null;
     if (config.egress) {
-      const proxy = createEgressProxy(new EgressGovernance(gateway.plane!), {
+      const proxy = createEgressProxy(new EgressGovernance(plane), {
         log: { warn: (obj, msg) => app.log.warn(obj, msg), error: (obj, msg) => app.log.error(obj, msg) },
       });
       const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {

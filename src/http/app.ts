@@ -61,8 +61,6 @@ export interface GatewayRuntime {
   audit: AuditWriter;
   prices: PriceTable;
   grants: GrantLookup;
-  /** Set by buildApp: the MCP and egress planes' governance (the egress proxy runs on its own port). */
-  plane?: PlaneGovernance;
   held: HeldCallRegistry;
   review: HumanReviewCache;
 }
@@ -77,7 +75,13 @@ export const REDACTED_LOG_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export interface BuiltApp {
+  app: FastifyInstance;
+  /** The MCP and egress planes' governance; the egress proxy, on its own port, is started by the replica. */
+  plane: PlaneGovernance;
+}
+
+export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   const gw = deps.gateway;
   // The data plane, built first: the server hands it every /llm/ request before Fastify sees it.
   let app: FastifyInstance | null = null;
@@ -121,7 +125,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     notes: new StoredRequestNotes(deps.db),
     held: gw.held,
   });
-  gw.plane = plane;
   const mcp = new McpGateway(
     { servers: deps.config.mcpServers, hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }) },
     log,
@@ -196,5 +199,5 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerReinsMcpRoute(app, reinsMcp);
   registerMcpProxyRoute(app, mcp);
   await app.ready();
-  return app;
+  return { app, plane };
 }
