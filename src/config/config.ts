@@ -102,6 +102,8 @@ const FileConfig = Type.Object(
           rulesRefreshSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 300 })),
           // Remove from MCP tools/list the tools the policies refuse this caller whatever the arguments.
           hideDeniedTools: Type.Optional(Type.Boolean()),
+          // How often a held call's open answer carries a ping or an MCP progress notification.
+          heldKeepAliveSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 60 })),
         },
         { additionalProperties: false },
       ),
@@ -165,7 +167,7 @@ export interface Config {
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
-  gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean };
+  gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean; heldKeepAliveSeconds: number };
   approvals: {
     expirySweepSeconds: number;
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
@@ -293,6 +295,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       auditQueue: f.gateway?.auditQueue ?? 20_000,
       rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
       hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
+      heldKeepAliveSeconds: f.gateway?.heldKeepAliveSeconds ?? 10,
     },
     approvals: {
       expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15,

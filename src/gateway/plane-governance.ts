@@ -18,7 +18,7 @@ import { refusalMessage } from './llm/refusal.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
 import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import type { HeldCallRegistry } from '../held-calls/registry.js';
-import type { McpCallResult, McpCredential, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
+import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
 
 export interface PlaneGovernanceDeps {
   tiers: TierCache;
@@ -79,7 +79,7 @@ export class PlaneGovernance {
     return resolveCaller(this.deps, secret, headers);
   }
 
-  async decideMcp(caller: GovernedCaller, facts: McpCallFacts): Promise<PlaneVerdict> {
+  async decideMcp(caller: GovernedCaller, facts: McpCallFacts, events?: McpDecideEvents): Promise<PlaneVerdict> {
     const verdict = await this.decide(caller, 'mcp', { mcp: facts });
     const p = verdict.decision?.decidingPolicy;
     // An approve outcome parks the tool call for a person when held calls are enabled.
@@ -97,7 +97,7 @@ export class PlaneGovernance {
       ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
       promptExcerpt: null,
       dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, sessionId, policyName: p.name, server: facts.server, tool: facts.tool, arguments: facts.arguments }),
-    });
+    }, (entry) => events?.onHeld?.({ entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt }));
     if (held.outcome === 'released' || (held.outcome === 'timed_out' && held.allow)) {
       return { ...verdict, outcome: 'allow', message: '', reason: null };
     }
@@ -255,8 +255,8 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
     return this.plane.authenticate(credential.secret, credential.headers);
   }
 
-  async decide(call: McpToolCall<GovernedCaller>): Promise<McpDecision> {
-    const verdict = await this.plane.decideMcp(call.caller, mcpFacts(call));
+  async decide(call: McpToolCall<GovernedCaller>, events?: McpDecideEvents): Promise<McpDecision> {
+    const verdict = await this.plane.decideMcp(call.caller, mcpFacts(call), events);
     this.verdicts.set(call, verdict);
     return verdict.outcome === 'allow' ? { outcome: 'allow' } : { outcome: 'deny', message: verdict.message };
   }

@@ -39,6 +39,12 @@ export type HoldOutcome =
   | { outcome: 'stopped'; entryId: string; note: string; decidedBy: string }
   | { outcome: 'timed_out'; entryId: string; allow: boolean };
 
+/** A pending entry as the parked call's own connection sees it. */
+export interface ParkedEntry {
+  id: string;
+  expiresAt: Date;
+}
+
 export interface HeldCall {
   id: string;
   kind: 'llm' | 'mcp';
@@ -176,8 +182,11 @@ export class HeldCallRegistry {
     return n;
   }
 
-  /** Parks a call: creates or joins the pending entry and resolves when it is decided or times out. */
-  async hold(req: HoldRequest): Promise<HoldOutcome> {
+  /**
+   * Parks a call: creates or joins the pending entry and resolves when it is decided or times out.
+   * `onParked` learns the entry once it exists (the MCP gateway names it in its progress notifications).
+   */
+  async hold(req: HoldRequest, onParked?: (entry: ParkedEntry) => void): Promise<HoldOutcome> {
     const review = this.settings.value;
     const window = req.approvalWindowSeconds ?? (req.kind === 'llm' ? review.llmApprovalWindowSeconds : review.mcpApprovalWindowSeconds);
     const r = await this.db.query<Row>(
@@ -208,6 +217,7 @@ export class HeldCallRegistry {
       set.add(resolve);
     });
     this.armTimer(row.id, row.expires_at);
+    onParked?.({ id: row.id, expiresAt: row.expires_at });
     // Decided between the upsert and the waiter? Read once more so the caller is not left waiting for a lost wake-up.
     void this.recheck(row.id);
     return outcome;

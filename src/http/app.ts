@@ -94,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   const gateway = new LlmGateway(
     {
       providers: deps.config.providers,
+      heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
       hooks: new LlmGovernance({
         db: deps.db,
         tiers: deps.tiers,
@@ -126,7 +127,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     held: gw.held,
   });
   const mcp = new McpGateway(
-    { servers: deps.config.mcpServers, hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }) },
+    {
+      servers: deps.config.mcpServers,
+      hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }),
+      heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+    },
     log,
   );
   const reinsMcp = new ReinsMcpServer({

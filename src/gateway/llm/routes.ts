@@ -190,7 +190,7 @@ export class LlmGateway<C = GatewayCaller> {
     let keepAlive: KeepAlive | null = null;
     const decision = await deps.hooks.decide(call, {
       onHeld: () => {
-        if (call.stream && provider !== 'bedrock' && !res.headersSent) keepAlive = startKeepAlive(res, provider);
+        if (call.stream && provider !== 'bedrock' && !res.headersSent) keepAlive = startKeepAlive(res, provider, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
       },
     });
     const held = keepAlive as KeepAlive | null;
@@ -267,20 +267,20 @@ export class LlmGateway<C = GatewayCaller> {
   }
 }
 
-/** Pings a held streaming call every 15 s: Anthropic's own `ping` event, an SSE comment for OpenAI. */
-export const KEEP_ALIVE_MS = 15_000;
+/** Pings a held streaming call every 10 s (`gateway.heldKeepAliveSeconds`): Anthropic's own `ping` event, an SSE comment for OpenAI. */
+export const KEEP_ALIVE_MS = 10_000;
 
 interface KeepAlive {
   stop(): void;
 }
 
-function startKeepAlive(res: ServerResponse, provider: ProviderName): KeepAlive {
+function startKeepAlive(res: ServerResponse, provider: ProviderName, intervalMs: number): KeepAlive {
   const ping = provider === 'anthropic' ? 'event: ping\ndata: {"type": "ping"}\n\n' : ': held by Reins for approval\n\n';
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-reins-held': 'true' });
   res.write(ping);
   const timer = setInterval(() => {
     if (!res.destroyed) res.write(ping);
-  }, KEEP_ALIVE_MS);
+  }, intervalMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

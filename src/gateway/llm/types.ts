@@ -86,4 +86,6 @@ export interface GatewayHooks<C = GatewayCaller> {
 export interface LlmGatewayDeps<C = GatewayCaller> {
   providers: Config['providers'];
   hooks: GatewayHooks<C>;
+  /** How often a held streaming call is pinged (default 10 s). */
+  heldKeepAliveMs?: number;
 }

@@ -30,8 +30,9 @@ import {
   toolRefusal,
   type Inbound,
 } from './json-rpc.js';
+import { HELD_KEEP_ALIVE_MS, HeldStream } from './held-stream.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
-import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpToolCall } from './types.js';
+import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
 import { readBody } from '../read-body.js';
 
 export type * from './types.js';
@@ -103,10 +104,17 @@ function sendError(res: ServerResponse, status: number, id: JsonRpcId | null, co
   send(res, status, errorMessage(id, code, message), headers);
 }
 
-/** Answers Reins writes itself (refusals): JSON unless the client takes only SSE. */
+/**
+ * Answers Reins writes itself (refusals): JSON unless the client takes only SSE, or the answer is already an
+ * SSE stream (a held call's: see held-stream.ts).
+ */
 function answerLocally(res: ServerResponse, accept: string | undefined, payload: object | object[]): void {
-  if (accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) return send(res, 200, payload);
   const messages = Array.isArray(payload) ? payload : [payload];
+  if (res.headersSent) {
+    res.end(messages.map(sseEvent).join(''));
+    return;
+  }
+  if (accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) return send(res, 200, payload);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.end(messages.map(sseEvent).join(''));
 }
@@ -179,6 +187,11 @@ function findAnswer(text: string, kind: 'sse' | 'json' | 'other', id: string): u
   });
 }
 
+/** JSON-RPC errors for the forwarded calls no answer reached, on a held call's stream (its HTTP status is sent). */
+function heldStreamErrors<C>(exchange: Exchange<C>, message: string): object[] {
+  return [...exchange.calls.values()].filter((t) => !t.done).map((t) => errorMessage(t.call.requestId, SERVER_ERROR, message));
+}
+
 interface Tracked<C> {
   call: McpToolCall<C>;
   done: boolean;
@@ -194,6 +207,13 @@ class Exchange<C> {
   readonly listIds = new Set<string>();
   refusals: object[] = [];
   status = 0;
+  /** The SSE answer begun because a call of this request was held for a person; null otherwise. */
+  held: HeldStream | null = null;
+  /** Held calls the client cancelled (`notifications/cancelled`) while they waited: never run. */
+  readonly cancelled = new Set<string>();
+  /** How many `tools/call` requests the POST carried. */
+  toolCalls = 0;
+  endHeldStream: () => void = () => {};
 
   constructor(
     private readonly gateway: McpGateway<C>,
@@ -265,6 +285,8 @@ export class McpGateway<C> {
   private readonly upstreams = new McpUpstreams();
   private readonly servers = new Map<string, Upstream>();
   private readonly refreshing = new Map<string, Promise<ListedTool[] | null>>();
+  /** Held calls waiting for a person, by session and request id, so that a cancellation can find them. */
+  private readonly waiting = new Map<string, Exchange<C>>();
 
   constructor(
     private readonly deps: McpGatewayDeps<C>,
@@ -377,11 +399,18 @@ export class McpGateway<C> {
       if (mismatch) return sendError(res, 400, first.kind === 'request' ? first.id : null, HEADER_MISMATCH, mismatch);
     }
 
+    this.noteCancellations(messages, req.headers);
     const toolCalls = messages.filter((m): m is Request => m.kind === 'request' && m.method === 'tools/call');
+    exchange.toolCalls = toolCalls.length;
+    exchange.endHeldStream = () => {
+      exchange.held?.stop();
+      if (res.headersSent && !res.writableEnded) res.end();
+    };
     const denied = new Set<string>();
     const settledCalls: { call: McpToolCall<C>; decision: McpDecision }[] = [];
     if (toolCalls.length > 0) {
-      const settled = await Promise.allSettled(toolCalls.map((m) => this.decideCall(exchange, m, req.headers)));
+      const settled = await Promise.allSettled(toolCalls.map((m) => this.decideCall(exchange, m, req.headers, res)));
+      exchange.held?.stop();
       for (const s of settled) if (s.status === 'fulfilled') settledCalls.push(s.value);
       const failure = settled.find((s) => s.status === 'rejected');
       if (failure) {
@@ -393,6 +422,12 @@ export class McpGateway<C> {
       for (const s of settled) {
         if (s.status !== 'fulfilled') continue;
         const { call, decision } = s.value;
+        if (decision.outcome === 'allow' && exchange.cancelled.has(idKey(call.requestId))) {
+          // The client gave up on this held call before a person released it: it is not run.
+          denied.add(idKey(call.requestId));
+          exchange.complete(call, { status: 499, end: 'client_aborted' });
+          continue;
+        }
         if (decision.outcome === 'allow') {
           exchange.track(call);
           continue;
@@ -410,6 +445,7 @@ export class McpGateway<C> {
     }
     const forwarded = denied.size === 0 ? messages : messages.filter((m) => !(m.kind === 'request' && denied.has(idKey(m.id))));
     if (forwarded.length === 0) {
+      if (exchange.refusals.length === 0 && res.headersSent) return exchange.endHeldStream();
       return answerLocally(res, header(req.headers, 'accept'), batch ? exchange.refusals : (exchange.refusals[0] ?? {}));
     }
     for (const m of forwarded) if (m.kind === 'request' && m.method === 'tools/list') exchange.listIds.add(idKey(m.id));
@@ -418,7 +454,7 @@ export class McpGateway<C> {
     return this.forward(req, res, exchange, body);
   }
 
-  private async decideCall(exchange: Exchange<C>, m: Request, headers: IncomingHttpHeaders): Promise<{ call: McpToolCall<C>; decision: McpDecision }> {
+  private async decideCall(exchange: Exchange<C>, m: Request, headers: IncomingHttpHeaders, res: ServerResponse): Promise<{ call: McpToolCall<C>; decision: McpDecision }> {
     const { upstream } = exchange;
     const tool = m.params?.name as string;
     let known = this.cache.lookup(upstream.name, tool);
@@ -436,7 +472,41 @@ export class McpGateway<C> {
       requestId: m.id,
       sessionId: header(headers, 'mcp-session-id') ?? null,
     };
-    return { call, decision: await this.deps.hooks.decide(call) };
+    const waitingKey = `${call.sessionId ?? ''}\n${idKey(m.id)}`;
+    const onHeld = (hold: McpHold): void => {
+      exchange.held ??= HeldStream.open(res, accepts(header(headers, 'accept'), 'text/event-stream'), this.deps.heldKeepAliveMs ?? HELD_KEEP_ALIVE_MS);
+      const token = (m.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
+      exchange.held?.add(m.id, typeof token === 'string' || typeof token === 'number' ? token : undefined, hold);
+      this.waiting.set(waitingKey, exchange);
+    };
+    try {
+      return { call, decision: await this.deps.hooks.decide(call, { onHeld }) };
+    } finally {
+      exchange.held?.settled(m.id);
+      if (this.waiting.get(waitingKey) === exchange) this.waiting.delete(waitingKey);
+    }
+  }
+
+  /**
+   * `notifications/cancelled` for a call still held for a person (the MCP client timed out, or its user
+   * stopped it): that call will not be run whatever the decision, and its stream ends now. The notification
+   * itself still goes to the upstream, which does not know the request and ignores it. A client that retries
+   * the same call later attaches to the same held entry.
+   */
+  private noteCancellations(messages: readonly Inbound[], headers: IncomingHttpHeaders): void {
+    for (const m of messages) {
+      if (m.kind !== 'notification' || m.method !== 'notifications/cancelled') continue;
+      const requestId = (m.raw as { params?: { requestId?: unknown } }).params?.requestId;
+      if (typeof requestId !== 'string' && typeof requestId !== 'number') continue;
+      const key = `${header(headers, 'mcp-session-id') ?? ''}\n${idKey(requestId)}`;
+      const exchange = this.waiting.get(key);
+      if (!exchange) continue;
+      this.waiting.delete(key);
+      exchange.cancelled.add(idKey(requestId));
+      exchange.held?.settled(requestId);
+      // Every call of that request was cancelled: its stream has nothing more to carry.
+      if (exchange.cancelled.size === exchange.toolCalls) exchange.endHeldStream();
+    }
   }
 
   /**
@@ -530,8 +600,10 @@ export class McpGateway<C> {
       if (cancelled) return exchange.finish(499, 'client_aborted');
       this.log.warn({ err, server: upstream.name }, 'mcp upstream unreachable');
       exchange.finish(502, 'upstream_unreachable');
+      const message = `Bad gateway: Reins could not reach the MCP server "${upstream.name}" at ${upstream.origin}: ${(err as Error).message}`;
+      if (res.headersSent) return void res.end(heldStreamErrors(exchange, message).map(sseEvent).join(''));
       const onlyCall = exchange.calls.size === 1 ? [...exchange.calls.values()][0]?.call.requestId : undefined;
-      return sendError(res, 502, onlyCall ?? null, SERVER_ERROR, `Bad gateway: Reins could not reach the MCP server "${upstream.name}" at ${upstream.origin}: ${(err as Error).message}`);
+      return sendError(res, 502, onlyCall ?? null, SERVER_ERROR, message);
     }
 
     const status = answer.statusCode;
@@ -549,6 +621,7 @@ export class McpGateway<C> {
     const headers = downstreamHeaders(answer.headers);
     const kind = mediaKind(answer.headers['content-type']);
 
+    if (res.headersSent && !(kind === 'sse' && status < 300)) return this.relayIntoHeldStream(res, status, stream, kind, exchange);
     if (kind === 'sse') return this.relayEvents(res, status, headers, stream, exchange);
     if (kind === 'json' && exchange.rewrites) return this.relayRewrittenJson(res, status, headers, stream, exchange);
     if (exchange.refusals.length > 0 && status === 202) {
@@ -585,8 +658,11 @@ export class McpGateway<C> {
   /** An SSE answer: events pass as they complete (byte for byte unless `hideTool` filters a listing),
    * after any refusals of the same batch. */
   private relayEvents(res: ServerResponse, status: number, headers: Record<string, string | string[]>, stream: Dispatcher.ResponseData['body'], exchange: Exchange<C>): void {
-    res.writeHead(status, headers);
-    res.flushHeaders();
+    // A held call's SSE answer began while it waited; the upstream's events continue it.
+    if (!res.headersSent) {
+      res.writeHead(status, headers);
+      res.flushHeaders();
+    }
     if (exchange.refusals.length > 0) res.write(exchange.refusals.map(sseEvent).join(''));
     const splitter = new SseSplitter();
     const observe = (event: SseEvent): unknown[] => {
@@ -616,6 +692,28 @@ export class McpGateway<C> {
       }
     });
     stream.once('end', () => res.end(splitter.end()));
+  }
+
+  /**
+   * A JSON (or empty, or error) answer to a request whose SSE answer began while a call of it was held: its
+   * messages go on as SSE events; an HTTP error becomes a JSON-RPC error for each call it leaves unanswered.
+   */
+  private relayIntoHeldStream(res: ServerResponse, status: number, stream: Dispatcher.ResponseData['body'], kind: 'sse' | 'json' | 'other', exchange: Exchange<C>): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
+    });
+    stream.once('end', () => {
+      const raw = Buffer.concat(chunks);
+      const messages = status < 300 && kind === 'json' && size <= OBSERVED_JSON_LIMIT ? (this.observeJson(raw, exchange) ?? []) : [];
+      const out: object[] = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m) as object)];
+      if (status >= 300) {
+        out.push(...heldStreamErrors(exchange, `The MCP server "${exchange.upstream.name}" answered HTTP ${status}: ${raw.subarray(0, 300).toString('utf8')}`));
+      }
+      res.end(out.map(sseEvent).join(''));
+    });
   }
 
   /** A JSON answer that must change on its way (refusals merged into a batch's answer, hidden tools taken out). */

@@ -80,11 +80,25 @@ export interface McpCallResult {
   error?: { code: number; message: string };
 }
 
+/** An approve policy parked the call: it waits for a person (spec "Held call"). */
+export interface McpHold {
+  entryId: string;
+  policyName: string;
+  policyMessage: string;
+  expiresAt: Date;
+}
+
+/** What `decide` tells the proxy while it decides. */
+export interface McpDecideEvents {
+  /** The call is parked for a person; the proxy keeps the client's connection alive until `decide` settles. */
+  onHeld?(hold: McpHold): void;
+}
+
 export interface McpHooks<C> {
   /** The caller a Reins token belongs to, or null when it is unknown, revoked or expired. */
   authenticate(credential: McpCredential): Promise<C | null>;
   /** Asked for every `tools/call` before anything of it reaches the upstream. */
-  decide(call: McpToolCall<C>): Promise<McpDecision>;
+  decide(call: McpToolCall<C>, events?: McpDecideEvents): Promise<McpDecision>;
   /** Called exactly once per decided call. Must not throw. */
   completed(call: McpToolCall<C>, result: McpCallResult): void;
   /**
@@ -97,6 +111,8 @@ export interface McpHooks<C> {
 export interface McpGatewayDeps<C> {
   servers: readonly McpServerConfig[];
   hooks: McpHooks<C>;
+  /** How often a held call's stream carries a progress notification or a keep-alive comment (default 10 s). */
+  heldKeepAliveMs?: number;
 }
 
 export interface McpGatewayLog {
