@@ -27,6 +27,7 @@ import { seedBuiltInPolicies } from './policy/store.js';
 import type { Db } from './store/db.js';
 import { migrate } from './store/migrate.js';
 import { openStore } from './store/open.js';
+import { RuntimeGuard, type RuntimeGuardOptions } from './runtime-guard/runtime-guard.js';
 
 export interface Replica {
   app: FastifyInstance;
@@ -35,6 +36,7 @@ export interface Replica {
   db: Db;
   tiers: TierCache;
   gateway: GatewayRuntime;
+  runtimeGuard: RuntimeGuard;
   /** Base URL once listening. */
   url: string;
   close(): Promise<void>;
@@ -48,6 +50,8 @@ export interface StartOptions {
   listen?: boolean;
   /** Where the gateway reads a caller's active grants (default: the grants table, read per call). */
   grants?: GrantLookup;
+  /** The runtime guard's cluster side and clock (tests); default: the Kubernetes client and Date.now. */
+  runtimeGuard?: Omit<RuntimeGuardOptions, 'onError'>;
 }
 
 export function defaultLogger(level: string): FastifyServerOptions['logger'] {
@@ -109,8 +113,11 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       stoppers.push(() => webhook.stop());
     }
 
+    const runtimeGuard = await RuntimeGuard.start(config, db, { ...options.runtimeGuard, onError: (err, what) => onError(new Error(`${what}: ${err.message}`, { cause: err })) });
+    stoppers.push(() => runtimeGuard.stop());
+
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
-    const { app, plane } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway });
+    const { app, plane } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
@@ -133,6 +140,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       db,
       tiers,
       gateway,
+      runtimeGuard,
       url: address,
       async close() {
         // The server first (no new calls; in-flight calls finish and queue their audit events), then the writer drains.

@@ -160,9 +160,16 @@ export interface Config {
   mcpServers: { name: string; url: string; headers: Record<string, string> }[];
   egress: { port: number } | null;
   runtimeGuard: {
+    /** Whether the file has a `runtimeGuard` section at all (none: "the service is not configured"). */
+    configured: boolean;
     enabled: boolean;
     selfService: string;
     sensor: { metricsTargets: string[]; scrapeIntervalSeconds: number };
+    /**
+     * The environment variables the cluster check reads, as loaded with this configuration (not process.env at
+     * request time): the runtime guard decides "not running in a cluster" from them at start.
+     */
+    clusterEnv: { KUBERNETES_SERVICE_HOST?: string; KUBECONFIG?: string };
   };
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
@@ -281,11 +288,16 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     mcpServers: (f.mcpServers ?? []).map((s) => ({ name: s.name, url: s.url, headers: s.headers ?? {} })),
     egress: f.egress ?? null,
     runtimeGuard: {
+      configured: f.runtimeGuard !== undefined,
       enabled: f.runtimeGuard?.enabled ?? false,
       selfService: f.runtimeGuard?.selfService ?? 'reins/reins',
       sensor: {
         metricsTargets: f.runtimeGuard?.sensor?.metricsTargets ?? [],
         scrapeIntervalSeconds: f.runtimeGuard?.sensor?.scrapeIntervalSeconds ?? 15,
+      },
+      clusterEnv: {
+        ...(env.KUBERNETES_SERVICE_HOST ? { KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST } : {}),
+        ...(env.KUBECONFIG ? { KUBECONFIG: env.KUBECONFIG } : {}),
       },
     },
     identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },

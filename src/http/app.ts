@@ -37,8 +37,11 @@ import { registerHeldCallRoutes } from '../held-calls/routes.js';
 import type { HumanReviewCache } from '../held-calls/settings.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
+import type { RuntimeGuard } from '../runtime-guard/runtime-guard.js';
+import { registerRuntimeGuardRoutes } from '../runtime-guard/routes.js';
 import type { Db } from '../store/db.js';
 import { registerAuth, TokenUseRecorder } from './auth.js';
+import { registerConsole } from './console.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
 import { ErrorBody } from './schemas.js';
@@ -51,6 +54,7 @@ export interface AppDeps {
   registry: Registry;
   logger: FastifyServerOptions['logger'];
   gateway: GatewayRuntime;
+  runtimeGuard: RuntimeGuard;
 }
 
 /** What the data plane reads on every call, owned (started and stopped) by the replica. */
@@ -200,9 +204,11 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   registerSpendRoutes(app, deps.db);
   registerApprovalRoutes(app, deps.db);
   registerHeldCallRoutes(app, { db: deps.db, registry: gw.held, review: gw.review });
+  registerRuntimeGuardRoutes(app, { guard: deps.runtimeGuard, registry: deps.registry });
   registerLlmGateway(app, gateway);
   registerReinsMcpRoute(app, reinsMcp);
   registerMcpProxyRoute(app, mcp);
+  await registerConsole(app);
   await app.ready();
   return { app, plane };
 }

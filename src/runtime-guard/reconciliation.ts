@@ -132,10 +132,12 @@ function indexGovernedCalls(calls: readonly GovernedCall[], start: number, end: 
     const id = call.identityId.toLowerCase();
     let entry = byIdentity.get(id);
     if (!entry) byIdentity.set(id, (entry = { total: 0, egressHosts: new Map() }));
-    entry.total += 1;
+    // A caller may pass calls already summed per (type, identity, host): the store aggregates them in SQL.
+    const calls = call.count === undefined ? 1 : eventCount(call.count);
+    entry.total += calls;
     if (call.type === 'egress' && call.host) {
       const host = normalizeHost(call.host);
-      entry.egressHosts.set(host, (entry.egressHosts.get(host) ?? 0) + 1);
+      entry.egressHosts.set(host, (entry.egressHosts.get(host) ?? 0) + calls);
     }
   }
   return { byIdentity };

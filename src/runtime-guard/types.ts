@@ -137,6 +137,8 @@ export interface GovernedCall {
   /** Egress only: the destination host. */
   host?: string;
   atUnix: number;
+  /** Identical calls (same type, identity and host) this item stands for; 1 when absent. */
+  count?: number;
 }
 
 // ---- Output: the spec's field names exactly. ----

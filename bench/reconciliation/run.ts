@@ -1,0 +1,323 @@
+/**
+ * bench/reconciliation: one Reins replica on a fresh PostgreSQL database with the runtime guard on (its real
+ * cluster side against the fake Kubernetes API of the tests, 2,000 Deployments); 1,000,000 sensor observations
+ * spread over the last 24 h sent through the real ingest route by several concurrent senders; then the 24-hour
+ * reconciliation answer timed, first and warm, and again after a restart (the index loaded from the table).
+ *
+ *   node --import tsx bench/reconciliation/run.ts [--quick] [--observations N] [--senders S] [--out DIR]
+ *
+ * README.md beside this file says what is measured; RESULTS.md holds the last full run.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { startFakeKubeApi } from '../../test/fakes/fake-kube-api.js';
+import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
+import { summarize, type LatencySummary } from '../gateway-overhead/load.js';
+import { type Child, delay, processCpuMs, startServer } from '../gateway-overhead/processes.js';
+import { buildModel, NAMESPACES, PODS_PER_WORKLOAD, reportBody, rng, seedKube, WORKLOADS_PER_NAMESPACE } from './cluster-model.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '../..');
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    observations: { type: 'string' },
+    senders: { type: 'string', default: '8' },
+    repeats: { type: 'string', default: '20' },
+    'audit-events': { type: 'string' },
+    out: { type: 'string' },
+    // Node flags for the replica's process, e.g. --max-semi-space-size=64 (the engine's garbage stays young).
+    'node-options': { type: 'string', default: '' },
+  },
+});
+const NODE_OPTIONS = args['node-options']!;
+const positive = (name: string, s: string): number => {
+  if (!/^[1-9]\d*$/.test(s)) throw new Error(`--${name}: a whole number from 1, got "${s}"`);
+  return Number(s);
+};
+const REPORT_SIZE = 500;
+const OBSERVATIONS = args.observations !== undefined ? positive('observations', args.observations) : args.quick ? 100_000 : 1_000_000;
+const SENDERS = positive('senders', args.senders!);
+const REPEATS = positive('repeats', args.repeats!);
+const AUDIT_EVENTS = args['audit-events'] !== undefined ? Number(args['audit-events']) : args.quick ? 10_000 : 100_000;
+const TARGET_ANSWER_MS = 500;
+const TARGET_INGEST_PER_S = 20_000;
+const FULL = OBSERVATIONS >= 1_000_000;
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function memoryMb(pid: number): number {
+  const status = execFileSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' });
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+async function main(): Promise<void> {
+  const admin = `bench-admin-${randomBytes(12).toString('hex')}`;
+  const loadBefore = os.loadavg()[0]!;
+  log('building Reins (tsc -p tsconfig.build.json)…');
+  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+
+  const model = buildModel();
+  const kubeApi = await startFakeKubeApi({ crdServed: true });
+  seedKube(kubeApi, model);
+  const database = await createBenchDatabase();
+  const db = new pg.Client({ connectionString: database.url });
+  await db.connect();
+
+  // The sensors' counters: items sent per node (what a sensor records), read by the leader's scrape.
+  const recorded = new Map<string, number>();
+  const metrics = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+    res.end([...recorded].map(([node, n]) => `reins_sensor_observations_recorded_total{node="${node}"} ${n}`).join('\n') + '\n');
+  });
+  await new Promise<void>((r) => metrics.listen(0, '127.0.0.1', r));
+  const metricsUrl = `http://127.0.0.1:${(metrics.address() as AddressInfo).port}/metrics`;
+
+  const children: Child[] = [];
+  const startReins = async (): Promise<{ child: Child; url: string; readyMs: number }> => {
+    const t0 = performance.now();
+    const started = await startServer('reins', ['--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
+      env: { ...process.env, KUBECONFIG: kubeApi.kubeconfigPath, ...(NODE_OPTIONS ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${NODE_OPTIONS}`.trim() } : {}) },
+    });
+    children.push(started.child);
+    return { ...started, readyMs: performance.now() - t0 };
+  };
+
+  try {
+    let reins = await startReins();
+    let pool = new Pool(reins.url, { connections: SENDERS + 2, pipelining: 1 });
+    const call = async (method: 'GET' | 'POST', path: string, token: string, body?: string): Promise<{ status: number; text: string; timing: string }> => {
+      const r = await pool.request({ method, path, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body } : {}) });
+      const timing = r.headers['server-timing'];
+      return { status: r.statusCode, text: await r.body.text(), timing: typeof timing === 'string' ? timing : '' };
+    };
+
+    // Ready: the informers synced (facts fresh and complete), so the network detector runs.
+    const readyAt = performance.now();
+    for (;;) {
+      const r = await call('GET', '/api/v1/runtime/reconciliation?window=5m', admin);
+      const body = JSON.parse(r.text) as { enabled: boolean; networkDetectorDisabled: boolean; reason: string };
+      if (body.enabled && !body.networkDetectorDisabled) break;
+      if (performance.now() - readyAt > 60_000) throw new Error(`runtime guard not ready: ${r.text.slice(0, 300)}`);
+      await delay(200);
+    }
+    log(`replica ready (${round(reins.readyMs)} ms to listen); cluster facts synced after ${round(performance.now() - readyAt)} ms more`);
+    const minted = JSON.parse((await call('POST', '/api/v1/runtime/sensor-tokens', admin, JSON.stringify({ name: 'bench' }))).text) as { token: string };
+    const sensorToken = minted.token;
+
+    const endUnix = Math.floor(Date.now() / 1000);
+    // The evidence spans the last 23 h 50 min, so that all of it is still inside the 24-hour window minutes later.
+    const startUnix = endUnix - 23 * 3600 - 50 * 60;
+
+    // Gateway traffic of the day in the audit log: written directly (the gateway's own throughput is another bench).
+    if (AUDIT_EVENTS > 0) {
+      log(`writing ${AUDIT_EVENTS} governed-call audit events…`);
+      const random = rng(11);
+      const hosts = ['api.openai.com', 'api.anthropic.com', 'pypi.org', 'github.com'];
+      for (let done = 0; done < AUDIT_EVENTS; ) {
+        const batch = Math.min(10_000, AUDIT_EVENTS - done);
+        const rows = Array.from({ length: batch }, () => {
+          const ns = `team-${String(Math.floor(random() * NAMESPACES)).padStart(2, '0')}`;
+          const subject = `${ns}/svc-${String(Math.floor(random() * WORKLOADS_PER_NAMESPACE)).padStart(3, '0')}`;
+          const type = random() < 0.5 ? 'llm' : random() < 0.5 ? 'egress' : 'mcp';
+          const at = new Date((startUnix + random() * (endUnix - startUnix)) * 1000).toISOString();
+          return [type, `${type}.request`, subject, type === 'egress' ? hosts[Math.floor(random() * hosts.length)] : null, at];
+        });
+        await db.query(
+          `INSERT INTO audit_events (type, action, actor_kind, actor_id, subject, host, at)
+           SELECT e->>0, e->>1, 'agent', e->>2, e->>2, e->>3, (e->>4)::timestamptz FROM jsonb_array_elements($1::jsonb) AS e`,
+          [JSON.stringify(rows)],
+        );
+        done += batch;
+      }
+    }
+
+    // Ingest: REPORT_SIZE-item reports, each node's in time order, nodes shared out among the senders.
+    const reports = Math.ceil(OBSERVATIONS / REPORT_SIZE);
+    const perNode = Math.ceil(reports / model.nodes.length);
+    const sliceSeconds = (endUnix - startUnix) / perNode;
+    log(`ingesting ${OBSERVATIONS} observations: ${reports} reports of ${REPORT_SIZE} from ${SENDERS} concurrent senders…`);
+    const cpuBefore = processCpuMs(reins.child.pid);
+    const latencies: number[] = [];
+    let sent = 0;
+    let failed = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: SENDERS }, async (_, s) => {
+        const random = rng(100 + s);
+        for (let slice = 0; slice < perNode; slice++) {
+          for (let n = s; n < model.nodes.length; n += SENDERS) {
+            if (sent >= reports) return;
+            sent += 1;
+            const from = Math.floor(startUnix + slice * sliceSeconds);
+            const body = reportBody(model, n, REPORT_SIZE, from, Math.max(from + 1, Math.floor(from + sliceSeconds)), random);
+            const node = model.nodes[n]!;
+            recorded.set(node, (recorded.get(node) ?? 0) + REPORT_SIZE);
+            const r0 = performance.now();
+            const r = await call('POST', '/api/v1/runtime/sensor/reports', sensorToken, body);
+            latencies.push(performance.now() - r0);
+            if (r.status !== 200) {
+              failed += 1;
+              if (failed <= 3) log(`report refused: ${r.status} ${r.text.slice(0, 200)}`);
+            }
+          }
+        }
+      }),
+    );
+    const ingestMs = performance.now() - t0;
+    const ingestCpuMs = processCpuMs(reins.child.pid) - cpuBefore;
+    const stored = Number((await db.query('SELECT count(*) AS n FROM runtime_observations')).rows[0].n);
+    const ingestPerS = stored / (ingestMs / 1000);
+    const reportLatency = summarize(latencies)!;
+    log(`ingested ${stored} in ${round(ingestMs / 1000, 2)} s: ${Math.round(ingestPerS)} obs/s; ${failed} reports refused`);
+
+    // Server-Timing of the warm answers, summed per step (index, calls, aggregate, engine), to split the time.
+    let phases = new Map<string, number[]>();
+    const time = async (): Promise<{ ms: number; bytes: number; body: any }> => {
+      const r0 = performance.now();
+      const r = await call('GET', '/api/v1/runtime/reconciliation?window=24h', admin);
+      const ms = performance.now() - r0;
+      if (r.status !== 200) throw new Error(`reconciliation: ${r.status} ${r.text.slice(0, 300)}`);
+      const steps = new Map<string, number>();
+      for (const part of r.timing.split(',')) {
+        const m = /^\s*(\w+);dur=([\d.]+)/.exec(part);
+        if (!m) continue;
+        steps.set(m[1]!, Number(m[2]));
+        phases.set(m[1]!, [...(phases.get(m[1]!) ?? []), Number(m[2])]);
+      }
+      // index and calls run in parallel.
+      const server = Math.max(steps.get('index') ?? 0, steps.get('calls') ?? 0) + (steps.get('aggregate') ?? 0) + (steps.get('engine') ?? 0);
+      phases.set('rest (serialize, transfer, parse)', [...(phases.get('rest (serialize, transfer, parse)') ?? []), ms - server]);
+      return { ms, bytes: r.text.length, body: JSON.parse(r.text) };
+    };
+    const phaseMedians = (): string =>
+      [...phases].map(([name, values]) => `${name} ${round([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!)}`).join(', ');
+    // Nearest rank, as summarize() does for its own percentiles.
+    const p95 = (values: number[]): number => {
+      const sorted = [...values].sort((a, b) => a - b);
+      return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(0.95 * sorted.length) - 1))]!;
+    };
+    const timings = async (label: string): Promise<{ first: number; warm: LatencySummary & { p95: number }; bytes: number; body: any; rss: number; phases: string }> => {
+      const first = await time();
+      phases = new Map();
+      const warm: number[] = [];
+      for (let i = 0; i < REPEATS; i++) warm.push((await time()).ms);
+      const summary = { ...summarize(warm)!, p95: p95(warm) };
+      const rss = memoryMb(reins.child.pid);
+      log(`${label}: first ${round(first.ms)} ms, warm p50 ${round(summary.p50)} ms / p95 ${round(summary.p95)} ms (${first.bytes} bytes); RSS ${round(rss)} MB; warm medians (ms): ${phaseMedians()}`);
+      return { first: first.ms, warm: summary, bytes: first.bytes, body: first.body, rss, phases: phaseMedians() };
+    };
+
+    const afterIngest = await timings('after ingest');
+
+    // Let the leader scrape once more, then read the lag every replica answers.
+    await delay(16_000);
+    const status = JSON.parse((await call('GET', '/api/v1/runtime/status', admin)).text) as { ingestLag: { lag: number; scrapedAtUnix: number; scrapeError: string } };
+
+    // A restart: the new process fills its index from the table before its first answer.
+    await pool.close();
+    await reins.child.stop();
+    reins = await startReins();
+    pool = new Pool(reins.url, { connections: 4, pipelining: 1 });
+    // Until the answer is complete: the index loaded from the table and the informers synced.
+    const restartT0 = performance.now();
+    let restartFirst = 0;
+    for (;;) {
+      const answer = await time();
+      if (restartFirst === 0) restartFirst = answer.ms;
+      if (!answer.body.networkDetectorDisabled) break;
+      if (performance.now() - restartT0 > 120_000) throw new Error('no complete answer within 2 minutes of a restart');
+      await delay(100);
+    }
+    const restartCompleteMs = performance.now() - restartT0;
+    log(`after a restart: first answer ${round(restartFirst)} ms, complete answer after ${round(restartCompleteMs)} ms`);
+    const restart = await timings('after a restart');
+
+    const rows = afterIngest.body.rows as Array<{ bypassedDestinations: number; m: number; n: number }>;
+    const summary = {
+      at: new Date().toISOString(),
+      machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${(await db.query('SELECT version()')).rows[0].version.split(' on ')[0]}`,
+      observations: { requested: OBSERVATIONS, stored, reports, reportSize: REPORT_SIZE, senders: SENDERS, refused: failed },
+      workloads: NAMESPACES * WORKLOADS_PER_NAMESPACE,
+      pods: NAMESPACES * WORKLOADS_PER_NAMESPACE * PODS_PER_WORKLOAD,
+      auditEvents: AUDIT_EVENTS,
+      ingest: { seconds: ingestMs / 1000, perSecond: ingestPerS, reportMs: reportLatency, replicaCpuMs: ingestCpuMs },
+      reconciliation: {
+        rows: rows.length,
+        rowsWithFindings: rows.filter((r) => r.bypassedDestinations > 0).length,
+        rowsWithN: rows.filter((r) => r.n > 0).length,
+        bytes: afterIngest.bytes,
+        networkDetectorDisabled: afterIngest.body.networkDetectorDisabled,
+        afterIngest: { firstMs: afterIngest.first, warm: afterIngest.warm, rssMb: afterIngest.rss },
+        afterRestart: { readyMs: reins.readyMs, firstMs: restartFirst, completeMs: restartCompleteMs, warm: restart.warm, rssMb: restart.rss },
+      },
+      ingestLag: status.ingestLag,
+    };
+    const targets = [
+      { name: `reconciliation answer (24h window) < ${TARGET_ANSWER_MS} ms, warm p50`, pass: afterIngest.warm.p50 < TARGET_ANSWER_MS, value: `${round(afterIngest.warm.p50)} ms` },
+      { name: `reconciliation answer (24h window) < ${TARGET_ANSWER_MS} ms, warm p95`, pass: afterIngest.warm.p95 < TARGET_ANSWER_MS, value: `${round(afterIngest.warm.p95)} ms` },
+      { name: `reconciliation answer, first after ingest < ${TARGET_ANSWER_MS} ms`, pass: afterIngest.first < TARGET_ANSWER_MS, value: `${round(afterIngest.first)} ms` },
+      { name: `ingest >= ${TARGET_INGEST_PER_S} observations/s`, pass: ingestPerS >= TARGET_INGEST_PER_S, value: `${Math.round(ingestPerS)} obs/s` },
+    ];
+    const md = [
+      '# bench/reconciliation',
+      '',
+      `${summary.at}; ${summary.machine}. One Reins replica from dist/ on a fresh database${NODE_OPTIONS ? ` (node ${NODE_OPTIONS})` : ''}, its cluster side on the fake Kubernetes API (${summary.workloads} Deployments, ${summary.pods} pods, 20 nodes). \`node --import tsx bench/reconciliation/run.ts${args.quick ? ' --quick' : ''}${NODE_OPTIONS ? ` --node-options=${NODE_OPTIONS}` : ''}\`; see bench/reconciliation/README.md.`,
+      '',
+      '| figure | value |',
+      '| --- | --- |',
+      `| observations stored (reports of ${REPORT_SIZE}, refused) | ${stored} (${reports}, ${failed}) |`,
+      `| concurrent senders | ${SENDERS} |`,
+      `| ingest throughput (observations/s) | ${Math.round(ingestPerS)} |`,
+      `| ingest wall time (s) / replica CPU (s) | ${round(ingestMs / 1000, 1)} / ${round(ingestCpuMs / 1000, 1)} |`,
+      `| report round trip p50 / p99 (ms) | ${round(reportLatency.p50)} / ${round(reportLatency.p99)} |`,
+      `| governed-call audit events in the window | ${AUDIT_EVENTS} |`,
+      `| reconciliation rows / with findings / with n > 0 | ${rows.length} / ${summary.reconciliation.rowsWithFindings} / ${summary.reconciliation.rowsWithN} |`,
+      `| answer size (bytes) | ${afterIngest.bytes} |`,
+      `| 24h answer, first after ingest (ms) | ${round(afterIngest.first)} |`,
+      `| 24h answer, warm p50 / p95 / max (ms, ${REPEATS} requests) | ${round(afterIngest.warm.p50)} / ${round(afterIngest.warm.p95)} / ${round(afterIngest.warm.max)} |`,
+      `| warm answer, median per step (ms; Server-Timing) | ${afterIngest.phases} |`,
+      `| replica RSS with the index (MB) | ${round(afterIngest.rss)} |`,
+      `| after a restart: listening (ms) / first answer, index loaded from the table (ms) / first complete answer, facts synced (ms after listening) | ${round(reins.readyMs)} / ${round(restartFirst)} / ${round(restartCompleteMs)} |`,
+      `| after a restart: warm p50 / p95 (ms) | ${round(restart.warm.p50)} / ${round(restart.warm.p95)} |`,
+      `| ingest lag after the run (lag, scrapeError) | ${status.ingestLag.lag}, ${status.ingestLag.scrapeError === '' ? 'none' : status.ingestLag.scrapeError} |`,
+      `| machine load average (1 min) at start / end | ${round(loadBefore, 2)} / ${round(os.loadavg()[0]!, 2)} |`,
+      '',
+      '## Targets',
+      '',
+      ...targets.map((t) => `- ${t.pass ? 'PASS' : 'FAIL'}: ${t.name}: ${t.value}`),
+      ...(FULL ? [] : ['', `Not a full run (${OBSERVATIONS} observations): the targets are for 1,000,000.`]),
+      '',
+    ].join('\n');
+    const outDir = args.out ?? (FULL ? HERE : os.tmpdir());
+    const mdPath = join(outDir, FULL ? 'RESULTS.md' : 'RESULTS.quick.md');
+    writeFileSync(mdPath, md);
+    writeFileSync(join(outDir, FULL ? 'results.json' : 'results.quick.json'), `${JSON.stringify({ ...summary, targets }, null, 2)}\n`);
+    log(`\n${md}\nwritten to ${mdPath}`);
+    await pool.close();
+    process.exitCode = targets.every((t) => t.pass) ? 0 : 2;
+  } finally {
+    for (const child of children) await child.stop();
+    await db.end().catch(() => {});
+    await database.drop().catch((err: Error) => log(`dropping the database failed: ${err.message}`));
+    await kubeApi.close();
+    metrics.close();
+  }
+}
+
+await main();

@@ -1,0 +1,134 @@
+/**
+ * Sensor ingest (API.md "Runtime sensor ingest"): the report and status bodies, their validation, and the one
+ * statement that stores a report's observations together with the node's count of stored items.
+ */
+import { isIP } from 'node:net';
+import { Type, type Static } from 'typebox';
+import { AppError } from '../http/errors.js';
+import type { Queryable } from '../store/db.js';
+import type { NodeStatusReport } from './node-status.js';
+
+/** Spec Limits: a sensor sends at most 500 results per report per node; later findings are discarded by it. */
+export const MAX_OBSERVATIONS_PER_REPORT = 500;
+
+const NodeName = Type.String({ minLength: 1, maxLength: 253, description: 'The Kubernetes node name' });
+const Address = (description: string) => Type.String({ maxLength: 45, description });
+const State = Type.Union([Type.Literal('available'), Type.Literal('unavailable'), Type.Literal('unknown')]);
+
+// Unknown fields are ignored, not refused: a newer sensor adding a field must not lose every report it sends.
+export const ObservationInput = Type.Object({
+  rule: Type.String({ maxLength: 256 }),
+  behavior: Type.String({ maxLength: 128 }),
+  subject: Type.String({ maxLength: 4096, description: 'The process (binary path) that acted' }),
+  destIP: Address('dns: the first address of the pod\'s own answer, "" when none; network: the address connected to'),
+  destName: Type.String({ maxLength: 1024, description: 'dns: the name as the pod asked it; network: "" unless the sensor knew a name' }),
+  count: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Identical events aggregated within the report' }),
+  node: Type.Optional(Type.String({ maxLength: 253, description: "The report's node; when sent it must equal it" })),
+  podName: Type.String({ maxLength: 253 }),
+  podIP: Address('The pod\'s address; "" when unknown (then podName is required)'),
+  namespace: Type.String({ minLength: 1, maxLength: 253 }),
+  result: Type.String({ maxLength: 64 }),
+  mode: Type.String({ maxLength: 32 }),
+  observedAt: Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'Unix seconds: the last of the aggregated events' }),
+  family: Type.Union([Type.Literal('dns'), Type.Literal('network'), Type.Literal('open'), Type.Literal('exec'), Type.Literal('other')]),
+});
+export type ObservationInput = Static<typeof ObservationInput>;
+
+export const SensorReport = Type.Object({
+  node: NodeName,
+  sentAtUnix: Type.Integer({ minimum: 0, maximum: 4_294_967_295 }),
+  observations: Type.Array(ObservationInput, {
+    maxItems: MAX_OBSERVATIONS_PER_REPORT,
+    description: `At most ${MAX_OBSERVATIONS_PER_REPORT}; a longer report is refused whole (413) and nothing of it is stored`,
+  }),
+});
+export type SensorReport = Static<typeof SensorReport>;
+
+export const SensorStatus = Type.Object({
+  node: NodeName,
+  sensorAlive: Type.Boolean(),
+  bpfLsm: State,
+  reason: Type.String({ maxLength: 1024 }),
+});
+
+/** A node status with its text cleaned (see cleanText). */
+export function cleanStatus(status: NodeStatusReport): NodeStatusReport {
+  return { ...status, node: cleanText(status.node), reason: cleanText(status.reason) };
+}
+
+export const IngestAnswer = Type.Object({ stored: Type.Integer({ description: 'Observation items stored' }) });
+
+/** Refuses a report over the limit before its items are validated one by one. */
+export function checkReportSize(body: unknown): void {
+  const observations = (body as { observations?: unknown } | null)?.observations;
+  if (Array.isArray(observations) && observations.length > MAX_OBSERVATIONS_PER_REPORT) {
+    throw new AppError(
+      'payload_too_large',
+      `observations: at most ${MAX_OBSERVATIONS_PER_REPORT} per report, got ${observations.length}; the whole report was refused and nothing of it stored (the sensor's counter shows the loss as ingest lag)`,
+      { field: 'observations' },
+    );
+  }
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL_ALL = /[\u0000-\u001f\u007f]/g;
+
+/**
+ * Control characters become U+FFFD: the store cannot hold NUL, and the index keys rows on U+0001. Replaced, not
+ * refused: a process name crafted with one must not get a whole report, everyone's evidence, thrown away.
+ */
+export function cleanText(s: string): string {
+  return CONTROL.test(s) ? s.replace(CONTROL_ALL, '\ufffd') : s;
+}
+
+const TEXT_FIELDS = ['rule', 'behavior', 'subject', 'destName', 'podName', 'namespace', 'result', 'mode', 'node'] as const;
+
+/**
+ * What schema validation cannot say: addresses are addresses, a pod is named or addressed, one node per report.
+ * Cleans text fields in place (see cleanText).
+ */
+export function checkReport(report: SensorReport): void {
+  report.node = cleanText(report.node);
+  for (const [i, o] of report.observations.entries()) {
+    for (const field of TEXT_FIELDS) {
+      const value = o[field];
+      if (value !== undefined) o[field] = cleanText(value);
+    }
+    if (o.destIP !== '' && isIP(o.destIP) === 0) throw fieldError(`observations[${i}].destIP`, 'must be an IP address or ""');
+    if (o.podIP !== '' && isIP(o.podIP) === 0) throw fieldError(`observations[${i}].podIP`, 'must be an IP address or ""');
+    if (o.podName === '' && o.podIP === '') throw fieldError(`observations[${i}].podName`, 'a pod name or a podIP is required');
+    if (o.node !== undefined && o.node !== report.node) {
+      throw fieldError(`observations[${i}].node`, `must equal the report's node "${report.node}" (a report covers one node)`);
+    }
+  }
+}
+
+function fieldError(field: string, message: string): AppError {
+  return new AppError('invalid_request', `${field}: ${message}`, { field });
+}
+
+/**
+ * Stores a report: every item, and the node's stored-items counter raised by as many, in one statement (so one
+ * transaction: the lag never sees the rows without the count or the count without the rows). The items go over
+ * as one JSON parameter: one round trip and one multi-row INSERT whatever the report's size.
+ */
+export async function storeReport(q: Queryable, report: SensorReport): Promise<number> {
+  if (report.observations.length === 0) return 0;
+  await q.query(
+    `WITH inserted AS (
+       INSERT INTO runtime_observations
+         (node, family, rule, behavior, subject, dest_ip, dest_name, count, pod_name, pod_ip, namespace, result, mode, observed_at)
+       SELECT $1, o.family, o.rule, o.behavior, o.subject, o."destIP", o."destName", o.count, o."podName", o."podIP", o.namespace,
+              o.result, o.mode, o."observedAt"
+         FROM jsonb_to_recordset($2::jsonb) AS o(family text, rule text, behavior text, subject text, "destIP" text, "destName" text,
+              count integer, "podName" text, "podIP" text, namespace text, result text, mode text, "observedAt" bigint)
+       RETURNING 1
+     )
+     INSERT INTO runtime_node_items (node, stored_items) SELECT $1, count(*) FROM inserted
+     ON CONFLICT (node) DO UPDATE SET stored_items = runtime_node_items.stored_items + excluded.stored_items`,
+    [report.node, JSON.stringify(report.observations)],
+  );
+  return report.observations.length;
+}
+
+export type { NodeStatusReport };

@@ -1,0 +1,279 @@
+/**
+ * The replica's in-memory copy of the last day of stored observations, compact enough to answer a 24-hour
+ * reconciliation over a million rows without reading them from the store per request.
+ *
+ * Every field but `count` and `observedAt` is interned as one tuple (pods reach the same few destinations over
+ * and over, so a day of rows has far fewer distinct tuples than rows); each row is then three numbers in typed
+ * arrays: tuple id, observedAt, count. Field values are interned too, so tuples share their strings.
+ *
+ * For the engine, tuples are grouped once more by the fields the engine reads (family, namespace, pod name and
+ * address, destination name and address, behavior): rows that differ only in rule, subject, result, mode or node
+ * land in one engine slot. For a window the rows are summed per slot (counts added, the latest observedAt kept).
+ * The engine counts events and reads observedAt only to keep a row inside the window, so it answers the same
+ * for the sums as for the rows (test/unit/runtime-guard/observation-index.property.test.ts).
+ */
+import type { Observation, ObservationFamily, ReconciliationWindow } from './types.js';
+
+/** An observation without the two numbers that vary from row to row. */
+export type ObservationTuple = Omit<Observation, 'count' | 'observedAt'>;
+
+const NO_SLOT = 0xffffffff;
+const FEEDS_ENGINE: ReadonlySet<ObservationFamily> = new Set(['dns', 'network']);
+
+/** The tuple's fields in key order, as store columns: the store builds the same key in SQL. */
+export const TUPLE_KEY_COLUMNS = [
+  'family',
+  'namespace',
+  'pod_name',
+  'pod_ip',
+  'dest_ip',
+  'dest_name',
+  'behavior',
+  'node',
+  'rule',
+  'subject',
+  'result',
+  'mode',
+] as const;
+
+/** Fields joined with U+0001, which no stored field contains (ingest replaces control characters). */
+function tupleKey(o: ObservationTuple): string {
+  return `${engineKey(o)}\u0001${o.node}\u0001${o.rule}\u0001${o.subject}\u0001${o.result}\u0001${o.mode}`;
+}
+
+/** The fields the engine reads, besides count and observedAt. */
+function engineKey(o: ObservationTuple): string {
+  return `${o.family}\u0001${o.namespace}\u0001${o.podName}\u0001${o.podIP}\u0001${o.destIP}\u0001${o.destName}\u0001${o.behavior}`;
+}
+
+function grown<T extends Uint32Array<ArrayBuffer> | Float64Array<ArrayBuffer>>(a: T, size: number): T {
+  const b = new (a.constructor as new (n: number) => T)(size);
+  b.set(a);
+  return b;
+}
+
+export class ObservationIndex {
+  private tuples: ObservationTuple[] = [];
+  private byKey = new Map<string, number>();
+  /** Tuple id -> engine slot, NO_SLOT for families the engine does not read. */
+  private slotOf = new Uint32Array(1024);
+  /** One reusable observation per engine slot: `aggregate` writes its count and observedAt. */
+  private slots: Observation[] = [];
+  private slotByKey = new Map<string, number>();
+  private strings = new Map<string, string>();
+  private tupleOf = new Uint32Array(1024);
+  /** The row's engine slot (its tuple's), kept per row so that `aggregate` reads one array, not two. */
+  private rowSlot = new Uint32Array(1024);
+  private observedAt = new Float64Array(1024);
+  private counts = new Uint32Array(1024);
+  private length = 0;
+  private oldest = Infinity;
+
+  /** Rows held. */
+  get size(): number {
+    return this.length;
+  }
+
+  /** Distinct tuples held. */
+  get tupleCount(): number {
+    return this.tuples.length;
+  }
+
+  /** Distinct observations the engine can be handed (dns and network tuples, up to the fields it ignores). */
+  get engineSlotCount(): number {
+    return this.slots.length;
+  }
+
+  /** The earliest observedAt held (Infinity when empty). */
+  get oldestObservedAt(): number {
+    return this.oldest;
+  }
+
+  private intern(s: string): string {
+    const known = this.strings.get(s);
+    if (known !== undefined) return known;
+    this.strings.set(s, s);
+    return s;
+  }
+
+  private addTuple(o: ObservationTuple, key: string): number {
+    const id = this.tuples.length;
+    const tuple: ObservationTuple = {
+      rule: this.intern(o.rule),
+      behavior: this.intern(o.behavior),
+      subject: this.intern(o.subject),
+      destIP: this.intern(o.destIP),
+      destName: this.intern(o.destName),
+      node: this.intern(o.node),
+      podName: this.intern(o.podName),
+      podIP: this.intern(o.podIP),
+      namespace: this.intern(o.namespace),
+      result: this.intern(o.result),
+      mode: this.intern(o.mode),
+      family: o.family,
+    };
+    this.tuples.push(tuple);
+    this.byKey.set(key, id);
+    if (id >= this.slotOf.length) this.slotOf = grown(this.slotOf, this.slotOf.length * 2);
+    let slot = NO_SLOT;
+    if (FEEDS_ENGINE.has(tuple.family)) {
+      const ek = engineKey(tuple);
+      const known = this.slotByKey.get(ek);
+      if (known !== undefined) {
+        slot = known;
+      } else {
+        slot = this.slots.length;
+        this.slots.push({ ...tuple, count: 0, observedAt: 0 });
+        this.slotByKey.set(ek, slot);
+      }
+    }
+    this.slotOf[id] = slot;
+    return id;
+  }
+
+  add(o: Observation): void {
+    const key = tupleKey(o);
+    this.push(this.byKey.get(key) ?? this.addTuple(o, key), o.count, o.observedAt);
+  }
+
+  /**
+   * A row given by its tuple key (`tupleKeyColumns` joined with U+0001, as the store can build it in SQL): a row
+   * of a known tuple costs one map lookup and no object. Fields never contain U+0001 (ingest replaces control
+   * characters).
+   */
+  addKeyed(key: string, count: number, observedAt: number): void {
+    let tupleId = this.byKey.get(key);
+    if (tupleId === undefined) {
+      const f = key.split('\u0001');
+      const tuple: ObservationTuple = {
+        family: f[0] as ObservationFamily,
+        namespace: f[1]!,
+        podName: f[2]!,
+        podIP: f[3]!,
+        destIP: f[4]!,
+        destName: f[5]!,
+        behavior: f[6]!,
+        node: f[7]!,
+        rule: f[8]!,
+        subject: f[9]!,
+        result: f[10]!,
+        mode: f[11]!,
+      };
+      tupleId = this.addTuple(tuple, key);
+    }
+    this.push(tupleId, count, observedAt);
+  }
+
+  private push(tupleId: number, count: number, observedAt: number): void {
+    if (this.length === this.tupleOf.length) {
+      const size = this.length * 2;
+      this.tupleOf = grown(this.tupleOf, size);
+      this.rowSlot = grown(this.rowSlot, size);
+      this.observedAt = grown(this.observedAt, size);
+      this.counts = grown(this.counts, size);
+    }
+    this.tupleOf[this.length] = tupleId;
+    this.rowSlot[this.length] = this.slotOf[tupleId]!;
+    this.observedAt[this.length] = observedAt;
+    this.counts[this.length] = count;
+    this.length += 1;
+    if (observedAt < this.oldest) this.oldest = observedAt;
+  }
+
+  /**
+   * The engine's input for a window: one observation per engine slot with a row inside it, its count the sum of
+   * those rows' counts and its observedAt the latest of them. Only `dns` and `network`, the families the engine
+   * reads; bounds inclusive, as the engine's.
+   *
+   * The objects are the index's own and are rewritten by the next call: hand them to the engine in the same
+   * synchronous step, and keep nothing of them.
+   */
+  aggregate(window: ReconciliationWindow): readonly Observation[] {
+    const { windowStartUnix: start, windowEndUnix: end } = window;
+    const slotCount = this.slots.length;
+    const sums = new Float64Array(slotCount);
+    const latest = new Float64Array(slotCount);
+    const touched: number[] = [];
+    const { rowSlot, observedAt, counts, length } = this;
+    for (let i = 0; i < length; i++) {
+      const slot = rowSlot[i]!;
+      if (slot === NO_SLOT) continue;
+      const at = observedAt[i]!;
+      if (at < start || at > end) continue;
+      const sum = sums[slot]!;
+      if (sum === 0) {
+        touched.push(slot);
+        latest[slot] = at;
+      } else if (at > latest[slot]!) {
+        latest[slot] = at;
+      }
+      sums[slot] = sum + counts[i]!;
+    }
+    const out: Observation[] = new Array(touched.length);
+    for (let k = 0; k < touched.length; k++) {
+      const slot = touched[k]!;
+      const o = this.slots[slot]!;
+      o.count = sums[slot]!;
+      o.observedAt = latest[slot]!;
+      out[k] = o;
+    }
+    return out;
+  }
+
+  /** The rows of the window, as stored, whose tuple `matches` (asked once per tuple), every family. */
+  select(window: ReconciliationWindow, matches: (tuple: ObservationTuple) => boolean): Observation[] {
+    const { windowStartUnix: start, windowEndUnix: end } = window;
+    // 0 not asked yet, 1 matches, 2 does not.
+    const verdict = new Uint8Array(this.tuples.length);
+    const out: Observation[] = [];
+    for (let i = 0; i < this.length; i++) {
+      const at = this.observedAt[i]!;
+      if (at < start || at > end) continue;
+      const t = this.tupleOf[i]!;
+      let v = verdict[t]!;
+      if (v === 0) verdict[t] = v = matches(this.tuples[t]!) ? 1 : 2;
+      if (v === 2) continue;
+      out.push({ ...this.tuples[t]!, count: this.counts[i]!, observedAt: at });
+    }
+    return out;
+  }
+
+  /** Drops the rows observed before `cutoffUnix` and the tuples, slots and strings nothing uses any more. */
+  evictBefore(cutoffUnix: number): number {
+    if (this.oldest >= cutoffUnix) return 0;
+    const old = { tuples: this.tuples, tupleOf: this.tupleOf, rowSlot: this.rowSlot, observedAt: this.observedAt, counts: this.counts, length: this.length };
+    this.tuples = [];
+    this.byKey = new Map();
+    this.slotOf = new Uint32Array(1024);
+    this.slots = [];
+    this.slotByKey = new Map();
+    this.strings = new Map();
+    this.length = 0;
+    this.oldest = Infinity;
+    const remap = new Int32Array(old.tuples.length).fill(-1);
+    let kept = 0;
+    for (let i = 0; i < old.length; i++) {
+      const at = old.observedAt[i]!;
+      if (at < cutoffUnix) continue;
+      const was = old.tupleOf[i]!;
+      let t = remap[was]!;
+      if (t === -1) {
+        const tuple = old.tuples[was]!;
+        t = remap[was] = this.addTuple(tuple, tupleKey(tuple));
+      }
+      // In place: `kept` never overtakes `i`.
+      old.tupleOf[kept] = t;
+      old.rowSlot[kept] = this.slotOf[t]!;
+      old.observedAt[kept] = at;
+      old.counts[kept] = old.counts[i]!;
+      if (at < this.oldest) this.oldest = at;
+      kept += 1;
+    }
+    this.tupleOf = old.tupleOf;
+    this.rowSlot = old.rowSlot;
+    this.observedAt = old.observedAt;
+    this.counts = old.counts;
+    this.length = kept;
+    return old.length - kept;
+  }
+}

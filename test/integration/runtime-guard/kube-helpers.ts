@@ -1,0 +1,65 @@
+/** Shared set-up of the runtime guard's Kubernetes tests: a cluster started on the fake API server, fast timings. */
+import type { RuntimeCluster } from '../../../src/runtime-guard/cluster.js';
+import { startRuntimeCluster, type RuntimeClusterOptions } from '../../../src/runtime-guard/kube/runtime-cluster.js';
+import { kube, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
+
+export interface StartedCluster {
+  cluster: RuntimeCluster;
+  errors: Error[];
+}
+
+/** Timings short enough for tests; each test may override them. */
+export const FAST = {
+  probeIntervalMs: 60_000,
+  leaseDurationSeconds: 1,
+  renewMs: 100,
+  policyIntervalMs: 60_000,
+  watchTimeoutSeconds: 30,
+  watchGraceMs: 5_000,
+  retryMinMs: 50,
+  retryMaxMs: 200,
+} as const;
+
+export async function startCluster(api: FakeKubeApi, overrides: Partial<RuntimeClusterOptions> = {}): Promise<StartedCluster> {
+  const errors: Error[] = [];
+  const cluster = await startRuntimeCluster({
+    environment: { kind: 'kubeconfig', kubeconfigPath: api.kubeconfigPath },
+    selfService: 'reins/reins',
+    metricsTargets: [],
+    onError: (err) => errors.push(err),
+    ...FAST,
+    ...overrides,
+  });
+  return { cluster, errors };
+}
+
+/** Polls until `check` holds; throws with `what` after `timeoutMs`. */
+export async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A small cluster: Deployment eng/agent (ReplicaSet agent-7d4 → Deployment agent), CronJob eng/nightly
+ * (Job nightly-1 → CronJob), the service's own Deployment reins/reins behind Service reins/reins, kube-dns,
+ * the API server's Service and EndpointSlice, two nodes.
+ */
+export function seedCluster(api: FakeKubeApi): void {
+  api.upsert('nodes', kube.node({ name: 'node-a', addresses: ['192.168.1.10'] }));
+  api.upsert('nodes', kube.node({ name: 'node-b', addresses: ['192.168.1.11', '34.1.2.3'] }));
+  api.upsert('services', kube.service({ namespace: 'default', name: 'kubernetes', clusterIP: '10.96.0.1' }));
+  api.upsert('endpointslices', kube.endpointSlice({ namespace: 'default', service: 'kubernetes', name: 'kubernetes', endpoints: [{ address: '172.20.5.5' }] }));
+  api.upsert('services', kube.service({ namespace: 'kube-system', name: 'kube-dns', clusterIP: '10.96.0.10', labels: { 'k8s-app': 'kube-dns' } }));
+  api.upsert('replicasets', kube.replicaSet({ namespace: 'eng', name: 'agent-7d4', owner: { kind: 'Deployment', name: 'agent' } }));
+  api.upsert('pods', kube.pod({ namespace: 'eng', name: 'agent-7d4-aaaaa', ip: '10.244.1.1', owner: { kind: 'ReplicaSet', name: 'agent-7d4' } }));
+  api.upsert('cronjobs', kube.cronJob({ namespace: 'eng', name: 'nightly' }));
+  api.upsert('jobs', kube.job({ namespace: 'eng', name: 'nightly-1', owner: { kind: 'CronJob', name: 'nightly' } }));
+  api.upsert('pods', kube.pod({ namespace: 'eng', name: 'nightly-1-bbbbb', ip: '10.244.1.2', owner: { kind: 'Job', name: 'nightly-1' } }));
+  api.upsert('replicasets', kube.replicaSet({ namespace: 'reins', name: 'reins-5f6', owner: { kind: 'Deployment', name: 'reins' } }));
+  api.upsert('pods', kube.pod({ namespace: 'reins', name: 'reins-5f6-ccccc', ip: '10.244.9.9', owner: { kind: 'ReplicaSet', name: 'reins-5f6' } }));
+  api.upsert('services', kube.service({ namespace: 'reins', name: 'reins', clusterIP: '10.96.7.7' }));
+  api.upsert('endpointslices', kube.endpointSlice({ namespace: 'reins', service: 'reins', endpoints: [{ address: '10.244.9.9', pod: 'reins-5f6-ccccc' }] }));
+}

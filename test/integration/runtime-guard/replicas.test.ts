@@ -1,0 +1,64 @@
+/**
+ * Two replicas on one store: observations ingested on A are in B's reconciliation and observations answers, and
+ * the lag the leader scraped is the figure both replicas answer.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Replica } from '../../../src/server.js';
+import { ADMIN_TOKEN, Client, describeEachStore, enc } from '../../helpers/harness.js';
+import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
+import { FakeCluster, item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer, TestClock } from './helpers.js';
+
+describeEachStore('runtime guard across replicas', ({ store }) => {
+  let a: Replica;
+  let b: Replica;
+  let metrics: Awaited<ReturnType<typeof startMetricsServer>>;
+  const clock = new TestClock();
+  const clusterA = new FakeCluster(clock, makeFacts());
+  const clusterB = new FakeCluster(clock, makeFacts());
+  clusterB.leader = false;
+
+  before(async () => {
+    metrics = await startMetricsServer();
+    clusterA.targets = clusterB.targets = [metrics.url];
+    a = await startGuardReplica(store(), { cluster: clusterA, clock });
+    b = await startGuardReplica(store(), { cluster: clusterB, clock });
+  });
+  after(async () => {
+    await b.close();
+    await a.close();
+    await metrics.close();
+  });
+
+  test('ingest on A, reconciliation and observations on B see it at once', async () => {
+    const sensor = new Client(a.url, await mintSensorToken(new Client(a.url, ADMIN_TOKEN)));
+    const adminB = new Client(b.url, ADMIN_TOKEN);
+    // B has answered once already (its index is loaded), so the rows must come from its tail of the table.
+    assert.deepEqual((await adminB.get('/api/v1/runtime/reconciliation')).body.rows, []);
+    const sent = await sensor.post(
+      '/api/v1/runtime/sensor/reports',
+      report('node-a', [
+        item({ family: 'dns', behavior: 'dns-query', destName: 'api.anthropic.com', destIP: IP.anthropic, observedAt: clock.unix - 30 }),
+        item({ destIP: IP.anthropic, count: 4, observedAt: clock.unix - 20 }),
+      ]),
+    );
+    assert.equal(sent.status, 200);
+    const rec = await adminB.get('/api/v1/runtime/reconciliation');
+    assert.equal(rec.body.rows.length, 1);
+    assert.equal(rec.body.rows[0].workloadKey, 'eng/Deployment/agent');
+    assert.equal(rec.body.rows[0].bypassedDestinations, 1);
+    assert.equal(rec.body.rows[0].m, 5);
+    const obs = await adminB.get(`/api/v1/runtime/workloads/${enc('eng/Deployment/agent')}/observations`);
+    assert.equal(obs.body.groups[1].items[0].count, 4);
+  });
+
+  test('the leader scrapes the lag; the follower answers the same figure', async () => {
+    metrics.text = recordedCounter({ 'node-a': 5 });
+    await b.runtimeGuard.scrapeNow();
+    await a.runtimeGuard.scrapeNow();
+    const fromA = (await new Client(a.url, ADMIN_TOKEN).get('/api/v1/runtime/status')).body.ingestLag;
+    const fromB = (await new Client(b.url, ADMIN_TOKEN).get('/api/v1/runtime/status')).body.ingestLag;
+    assert.equal(fromA.lag, 3);
+    assert.deepEqual(fromB, fromA);
+  });
+});

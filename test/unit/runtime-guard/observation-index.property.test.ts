@@ -1,0 +1,111 @@
+/**
+ * The index hands the engine one observation per distinct tuple (counts summed, latest observedAt) instead of
+ * every stored row. The engine must answer exactly the same for both.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { ObservationIndex } from '../../../src/runtime-guard/observation-index.js';
+import { reconcile } from '../../../src/runtime-guard/reconciliation.js';
+import type { GovernedCall, Observation } from '../../../src/runtime-guard/types.js';
+import { call, IP, makeFacts, NOW, observation, WINDOW } from './fixtures.js';
+
+const pods: Array<[string, string, string]> = [
+  ['eng', 'agent-7d9f-a', '10.244.1.1'],
+  ['eng', 'agent-7d9f-b', '10.244.1.2'],
+  ['eng', 'scratch', '10.244.1.5'],
+  ['shop', 'orders-1', IP.ordersPod],
+  ['eng', '', '10.244.1.3'],
+  ['reins', 'reins-5f-new', IP.reinsPod],
+];
+const names = ['api.openai.com', 'api.anthropic.com', 'api.openai.com.eng.svc.cluster.local', 'github.com', 'pypi.org', 'orders.shop.svc.cluster.local', ''];
+const addresses = [IP.openai, IP.anthropic, IP.github, IP.unknown, IP.kubeDns, '169.254.169.254', ''];
+
+const rawArb: fc.Arbitrary<Observation> = fc
+  .record({
+    pod: fc.constantFrom(...pods),
+    family: fc.constantFrom('dns' as const, 'network' as const, 'exec' as const, 'open' as const),
+    name: fc.constantFrom(...names),
+    ip: fc.constantFrom(...addresses),
+    behavior: fc.constantFrom('dns-query', 'tcp-connect', 'udp-send'),
+    subject: fc.constantFrom('/usr/bin/python3', '/bin/curl'),
+    count: fc.integer({ min: 1, max: 1000 }),
+    at: fc.integer({ min: WINDOW.windowStartUnix - 50, max: WINDOW.windowEndUnix + 50 }),
+  })
+  .map(({ pod, family, name, ip, behavior, subject, count, at }) =>
+    observation({ family, namespace: pod[0], podName: pod[1], podIP: pod[2], destName: name, destIP: ip, behavior, subject, count, observedAt: at }),
+  );
+// Governed calls of a window as the store reads them: summed per (type, identity, host).
+const callArb: fc.Arbitrary<GovernedCall> = fc
+  .record({
+    type: fc.constantFrom('llm' as const, 'mcp' as const, 'egress' as const),
+    identity: fc.constantFrom('eng/agent', 'eng/scratch', 'shop/orders'),
+    host: fc.constantFrom('api.openai.com', 'api.openai.com:443', IP.anthropic),
+    at: fc.integer({ min: WINDOW.windowStartUnix, max: WINDOW.windowEndUnix }),
+  })
+  .map(({ type, identity, host, at }) => (type === 'egress' ? call(type, identity, host, at) : call(type, identity, undefined, at)));
+
+function sumCalls(calls: GovernedCall[]): GovernedCall[] {
+  const byKey = new Map<string, GovernedCall>();
+  for (const c of calls) {
+    const key = `${c.type}\u0000${c.identityId}\u0000${c.host ?? ''}`;
+    const prev = byKey.get(key);
+    if (prev) byKey.set(key, { ...prev, count: (prev.count ?? 1) + 1, atUnix: Math.max(prev.atUnix, c.atUnix) });
+    else byKey.set(key, { ...c, count: 1 });
+  }
+  return [...byKey.values()];
+}
+
+test('the engine answers the same for the index aggregate as for the raw rows, and for summed governed calls', () => {
+  fc.assert(
+    fc.property(
+      fc.array(rawArb, { maxLength: 120 }),
+      fc.array(callArb, { maxLength: 20 }),
+      fc.constantFrom(makeFacts(), makeFacts({ complete: false })),
+      (raw, calls, facts) => {
+        const index = new ObservationIndex();
+        for (const o of raw) index.add(o);
+        const base = { facts, window: WINDOW, egressPlaneEnabled: true, nowUnix: NOW };
+        const fromRaw = reconcile({ ...base, observations: raw, governedCalls: calls });
+        const fromIndex = reconcile({ ...base, observations: index.aggregate(WINDOW), governedCalls: sumCalls(calls) });
+        assert.deepEqual(fromIndex, fromRaw);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+test('rows repeating a tuple become one observation: counts summed, the latest observedAt inside the window', () => {
+  const index = new ObservationIndex();
+  const base = { family: 'network' as const, destIP: IP.openai };
+  index.add(observation({ ...base, count: 2, observedAt: WINDOW.windowStartUnix + 10 }));
+  index.add(observation({ ...base, count: 3, observedAt: WINDOW.windowStartUnix + 30 }));
+  index.add(observation({ ...base, count: 50, observedAt: WINDOW.windowEndUnix + 1 }));
+  index.add(observation({ ...base, family: 'exec', count: 1, observedAt: WINDOW.windowStartUnix + 20 }));
+  const out = index.aggregate(WINDOW);
+  assert.equal(out.length, 1);
+  assert.equal(out[0]!.count, 5);
+  assert.equal(out[0]!.observedAt, WINDOW.windowStartUnix + 30);
+  assert.equal(index.tupleCount, 2);
+  assert.equal(index.size, 4);
+});
+
+test('select keeps the rows as stored; eviction drops old rows and the tuples nobody uses', () => {
+  const index = new ObservationIndex();
+  index.add(observation({ destIP: IP.openai, observedAt: 100 }));
+  index.add(observation({ destIP: IP.openai, observedAt: 200, count: 4 }));
+  index.add(observation({ destIP: IP.anthropic, observedAt: 150 }));
+  index.add(observation({ family: 'exec', destName: '/bin/sh', observedAt: 300 }));
+  const all = { windowStartUnix: 0, windowEndUnix: 1000 };
+  assert.deepEqual(index.select(all, (t) => t.destIP === IP.openai).map((o) => [o.observedAt, o.count]), [[100, 1], [200, 4]]);
+  assert.equal(index.evictBefore(160), 2);
+  assert.equal(index.size, 2);
+  assert.equal(index.tupleCount, 2);
+  assert.equal(index.oldestObservedAt, 200);
+  assert.deepEqual(index.select(all, () => true).map((o) => [o.family, o.observedAt]), [['network', 200], ['exec', 300]]);
+  // A tuple seen again after eviction is interned anew, once.
+  index.add(observation({ destIP: IP.anthropic, observedAt: 400 }));
+  index.add(observation({ destIP: IP.anthropic, observedAt: 410 }));
+  assert.equal(index.tupleCount, 3);
+  assert.equal(index.aggregate(all).find((o) => o.destIP === IP.anthropic)!.count, 2);
+});
