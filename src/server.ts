@@ -121,7 +121,9 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
-    const address = await app.listen({ host: config.host, port: config.port });
+    // A gateway takes bursts of new connections (agents starting together, SDK retries): Node's default accept
+    // backlog of 511 resets some of them under load; the kernel caps this at net.core.somaxconn.
+    const address = await app.listen({ host: config.host, port: config.port, backlog: 4096 });
     let egressUrl: string | null = null;
     if (config.egress) {
       const proxy = createEgressProxy(new EgressGovernance(plane), {
