@@ -65,6 +65,17 @@ export function startChild(name: string, args: string[], options: ChildOptions =
 }
 
 /** Starts a server child that prints {"ready":"<url>"} once listening, and waits for that line. */
+/**
+ * The V8 flags `npm start` runs a replica with (package.json "start"), so that benchmarks measure the replica users
+ * run. `REINS_BENCH_NODE_FLAGS` overrides them (space-separated; empty for Node's defaults).
+ */
+export const REINS_NODE_FLAGS: string[] = (() => {
+  const override = process.env.REINS_BENCH_NODE_FLAGS;
+  if (override !== undefined) return override.split(' ').filter((f) => f !== '');
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(' ').filter((w) => w.startsWith('--'));
+})();
+
 export async function startServer(name: string, args: string[], options: ChildOptions = {}): Promise<{ child: Child; url: string }> {
   let announce: (url: string) => void = () => {};
   const ready = new Promise<string>((resolve) => {

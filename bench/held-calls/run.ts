@@ -22,7 +22,7 @@ import { Pool } from 'undici';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
 import { COMPLETION_BODY } from '../gateway-overhead/payloads.js';
-import { type Child, delay, processCpuMs, startServer } from '../gateway-overhead/processes.js';
+import { type Child, delay, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -137,10 +137,10 @@ async function main(): Promise<void> {
     children.push(upstream.child);
     // B first: it migrates the fresh database; then A joins it.
     const server = join(ROOT, 'bench/gateway-overhead/reins-server.ts');
-    const b = await startServer('reins-B', [...TSX, server, upstream.url, admin, database.url]);
+    const b = await startServer('reins-B', [...REINS_NODE_FLAGS, ...TSX, server, upstream.url, admin, database.url]);
     children.push(b.child);
     let onMem: (m: NodeJS.MemoryUsage) => void = () => {};
-    const a = await startServer('reins-A', [...TSX, '--import', join(HERE, 'memory-probe.ts'), server, upstream.url, admin, database.url], {
+    const a = await startServer('reins-A', [...REINS_NODE_FLAGS, ...TSX, '--import', join(HERE, 'memory-probe.ts'), server, upstream.url, admin, database.url], {
       onLine: (line) => {
         if (line.startsWith('{"mem":')) onMem((JSON.parse(line) as { mem: NodeJS.MemoryUsage }).mem);
       },

@@ -38,6 +38,8 @@ export interface PlanesResult {
   samples?: number[];
   /** egress-new: p50 and p99 of each phase (ms). */
   phases?: { tunnel: LatencySummary | null; tls: LatencySummary | null; request: LatencySummary | null };
+  /** egress-new: every measured set-up phase (ms): TCP connect, through a proxy plus CONNECT and its 200. */
+  tunnelSamples?: number[];
   /** TCP connections (tunnels, through Reins) the job opened, warm-up included. */
   connectionsOpened: number;
   loaderCpuMs: number;
@@ -176,6 +178,7 @@ async function egressNew(job: Extract<PlanesJob, { kind: 'egress-new' }>): Promi
     latency: summarize(measured),
     samples: rounded(measured),
     phases: { tunnel: summarize(tunnel.subarray(0, ok)), tls: summarize(tls.subarray(0, ok)), request: summarize(request.subarray(0, ok)) },
+    tunnelSamples: rounded(tunnel.subarray(0, ok)),
     connectionsOpened: job.warmup + job.requests,
   };
 }

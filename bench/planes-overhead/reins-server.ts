@@ -4,12 +4,14 @@
  * in-memory PGlite or a PostgreSQL database, the bootstrap admin, the production logger at level `warn`.
  *
  * Run as a child: node --import tsx bench/planes-overhead/reins-server.ts <mcp upstream url> <admin token> [<postgres url>];
- * prints {"egress":"http://host:port"} and then {"ready":"<url>"}.
+ * prints {"egress":"http://host:port"} and then {"ready":"<url>"}. With BENCH_CPU_PROFILE_DIR set, SIGUSR2 starts and stops a
+ * CPU profile of the replica (profile-switch.ts), so that a profile covers the measured load and nothing else.
  */
 const dist = new URL('../../dist/', import.meta.url).href;
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
 const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
 import { MCP_SERVER_NAME } from './payloads.js';
+import { installProfileSwitch } from './profile-switch.js';
 
 const [mcpUpstream, admin, databaseUrl] = process.argv.slice(2);
 if (!mcpUpstream || !admin) throw new Error('usage: reins-server.ts <mcp upstream url> <admin token> [<postgres url>]');
@@ -27,6 +29,7 @@ const config = loadConfig(
 );
 const replica = await startReplica(config);
 if (!replica.egressUrl) throw new Error('the egress proxy did not start');
+await installProfileSwitch('reins');
 process.stdout.write(`${JSON.stringify({ egress: replica.egressUrl })}\n`);
 process.stdout.write(`${JSON.stringify({ ready: replica.url })}\n`);
 

@@ -1,8 +1,9 @@
 /**
- * bench/planes-overhead: what Reins adds on its two other planes, against calling the same upstream directly:
- * an MCP `tools/call` through /mcp/<server>, and an HTTPS request through the egress proxy's CONNECT tunnel.
+ * bench/planes-overhead: what Reins adds on its two other planes, against calling the same upstream directly and
+ * against a bare Node proxy with no governance: an MCP `tools/call` through /mcp/<server>, and an HTTPS request
+ * through the egress proxy's CONNECT tunnel.
  *
- *   node --import tsx bench/planes-overhead/run.ts [--quick] [--rounds N] [--only reins,reins-pg] [--out DIR] [--no-pin] [--strict]
+ *   node --import tsx bench/planes-overhead/run.ts [--quick] [--rounds N] [--only bare,reins,reins-pg] [--out DIR] [--no-pin] [--strict]
  *
  * README.md beside this file says what is measured and how to read it. The process model, CPU placement and
  * interleaved rounds are bench/gateway-overhead's (its processes.ts is reused as is).
@@ -37,7 +38,7 @@ const { values: args } = parseArgs({
   },
 });
 
-/** A full run stays under about two minutes on 2 cores (build included). */
+/** A full run takes about two and a half minutes on 2 cores (build included). */
 const SETTINGS = args.quick
   ? { rounds: 1, warmMcpS: 1, warmConnections: 100, mcpWarmup: 100, mcpRequests: 300, maxConnections: 8, maxWarmupS: 0.5, maxS: 1, newWarmup: 50, newRequests: 200, reuseWarmup: 100, reuseRequests: 300 }
   : { rounds: 3, warmMcpS: 2, warmConnections: 300, mcpWarmup: 300, mcpRequests: 1500, maxConnections: 8, maxWarmupS: 0.5, maxS: 2, newWarmup: 100, newRequests: 700, reuseWarmup: 300, reuseRequests: 1500 };
@@ -45,22 +46,25 @@ if (args.rounds !== undefined) {
   if (!/^[1-9]\d*$/.test(args.rounds)) throw new Error(`--rounds: a whole number from 1, got "${args.rounds}"`);
   SETTINGS.rounds = Number(args.rounds);
 }
-/** Issue target: added p50 under this, for a tools/call and for a new egress connection. */
+/** Issue target: added p50 under this, for a tools/call and for egress CONNECT (its set-up, and a request on a new connection). */
 const TARGET_ADDED_P50_MS = 0.5;
 
 const PIN = !args['no-pin'] && canPin();
 const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN ? 1 : null };
 
-const ALL_TARGETS = ['direct', 'reins', 'reins-pg'] as const;
+const ALL_TARGETS = ['direct', 'bare', 'reins', 'reins-pg'] as const;
 type TargetName = (typeof ALL_TARGETS)[number];
-const only = new Set((args.only ?? 'reins,reins-pg').split(',').map((s) => s.trim()));
+const only = new Set((args.only ?? 'bare,reins,reins-pg').split(',').map((s) => s.trim()));
 for (const name of only) if (!(ALL_TARGETS as readonly string[]).includes(name)) throw new Error(`--only: unknown target "${name}"`);
 only.add('direct');
 
 const SCENARIOS = ['mcp-seq', 'mcp-max', 'egress-new', 'egress-reuse'] as const;
 type Scenario = (typeof SCENARIOS)[number];
+/** What is pooled across rounds: the latency scenarios, and egress-new's set-up phase on its own. */
+type Pooled = Exclude<Scenario, 'mcp-max'> | 'egress-connect';
 const LABELS: Record<TargetName, string> = {
   direct: 'upstream, direct',
+  bare: 'bare Node proxy (no governance)',
   reins: 'Reins, PGlite (audit on)',
   'reins-pg': 'Reins, PostgreSQL (audit on)',
 };
@@ -84,7 +88,7 @@ class Loader extends JobChild<PlanesJob, PlanesResult> {
 
 // ------------------------------------------------------------------ targets
 
-interface RoundResult extends Omit<PlanesResult, 'samples'> {
+interface RoundResult extends Omit<PlanesResult, 'samples' | 'tunnelSamples'> {
   round: number;
   targetCpuMs: number | null;
   /** tools/call the MCP upstream served, and /small requests and TLS connections the origin served, during the job. */
@@ -99,7 +103,8 @@ interface Running {
   label: string;
   mcp: McpTarget;
   egress: EgressTarget;
-  pid: number | null;
+  /** The process serving each plane: one Reins serves both, the bare baseline is two; null for the upstreams themselves. */
+  pids: { mcp: number | null; egress: number | null };
   admin?: { base: string; token: string };
   /** What went through this target, warm-up included: tools/call forwarded, tunnels opened. */
   toolCalls: number;
@@ -169,15 +174,23 @@ interface Figures {
   p50: number;
   p99: number;
   count: number;
+  /** This target minus the direct path (null for the direct path itself). */
+  addedP50: number | null;
+  addedP99: number | null;
+  /** This target minus the bare proxy: what governance costs over a plain proxy (null for direct and bare). */
+  overBareP50: number | null;
+  overBareP99: number | null;
 }
 
 interface TargetSummary {
   name: TargetName;
   label: string;
-  latency: Partial<Record<Exclude<Scenario, 'mcp-max'>, Figures & { addedP50: number | null; addedP99: number | null }>>;
+  latency: Partial<Record<Pooled, Figures>>;
   /** egress-new: pooled p50 of each phase, from the rounds' own phase p50s (median of rounds). */
   phasesP50?: { tunnel: number; tls: number; request: number };
   max?: { rps: number; p50: number; p99: number; cpuUsPerCall: number | null };
+  /** egress-new: the egress process's CPU per new connection (tunnel set-up, relay, close), median of the rounds. */
+  cpuUsPerConnection?: number | null;
 }
 
 function median(values: number[]): number {
@@ -186,20 +199,26 @@ function median(values: number[]): number {
   return n === 0 ? Number.NaN : n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
 }
 
-function summarizeAll(runs: Running[], pooled: Map<TargetName, Partial<Record<Scenario, number[]>>>): TargetSummary[] {
-  const base = (scenario: Scenario): LatencySummary | null => summarize(pooled.get('direct')?.[scenario] ?? []);
+const LATENCY_FIGURES: readonly Pooled[] = ['mcp-seq', 'egress-connect', 'egress-new', 'egress-reuse'];
+
+function summarizeAll(runs: Running[], pooled: Map<TargetName, Partial<Record<Pooled, number[]>>>): TargetSummary[] {
+  const of = (name: TargetName, figure: Pooled): LatencySummary | null => summarize(pooled.get(name)?.[figure] ?? []);
+  const measuredBare = runs.some((r) => r.name === 'bare');
   return runs.map((r) => {
     const out: TargetSummary = { name: r.name, label: r.label, latency: {} };
-    for (const scenario of ['mcp-seq', 'egress-new', 'egress-reuse'] as const) {
-      const l = summarize(pooled.get(r.name)?.[scenario] ?? []);
+    for (const figure of LATENCY_FIGURES) {
+      const l = of(r.name, figure);
       if (!l) continue;
-      const d = base(scenario);
-      out.latency[scenario] = {
+      const d = r.name === 'direct' ? null : of('direct', figure);
+      const b = r.name === 'direct' || r.name === 'bare' || !measuredBare ? null : of('bare', figure);
+      out.latency[figure] = {
         p50: l.p50,
         p99: l.p99,
         count: l.count,
-        addedP50: r.name === 'direct' || !d ? null : l.p50 - d.p50,
-        addedP99: r.name === 'direct' || !d ? null : l.p99 - d.p99,
+        addedP50: d ? l.p50 - d.p50 : null,
+        addedP99: d ? l.p99 - d.p99 : null,
+        overBareP50: b ? l.p50 - b.p50 : null,
+        overBareP99: b ? l.p99 - b.p99 : null,
       };
     }
     const news = r.rounds['egress-new'].filter((x) => x.phases);
@@ -209,6 +228,7 @@ function summarizeAll(runs: Running[], pooled: Map<TargetName, Partial<Record<Sc
         tls: median(news.map((x) => x.phases!.tls?.p50 ?? Number.NaN)),
         request: median(news.map((x) => x.phases!.request?.p50 ?? Number.NaN)),
       };
+      out.cpuUsPerConnection = r.pids.egress === null ? null : median(news.map((x) => ((x.targetCpuMs ?? 0) * 1000) / Math.max(1, x.connectionsOpened)));
     }
     const maxes = r.rounds['mcp-max'];
     if (maxes.length > 0) {
@@ -216,7 +236,7 @@ function summarizeAll(runs: Running[], pooled: Map<TargetName, Partial<Record<Sc
         rps: median(maxes.map((x) => x.rps)),
         p50: median(maxes.map((x) => x.latency?.p50 ?? Number.NaN)),
         p99: median(maxes.map((x) => x.latency?.p99 ?? Number.NaN)),
-        cpuUsPerCall: r.pid === null ? null : median(maxes.map((x) => ((x.targetCpuMs ?? 0) * 1000) / Math.max(1, x.ok + x.warmupOk))),
+        cpuUsPerCall: r.pids.mcp === null ? null : median(maxes.map((x) => ((x.targetCpuMs ?? 0) * 1000) / Math.max(1, x.ok + x.warmupOk))),
       };
     }
     return out;
@@ -228,80 +248,77 @@ interface Check {
   what: string;
   limit: string;
   value: string;
+  /** null: not measured, or the bare proxy's figure, shown as the floor and not judged. */
   pass: boolean | null;
 }
+
+const CHECKED: readonly (readonly [Pooled, string])[] = [
+  ['mcp-seq', 'MCP tools/call, added p50 (sequential)'],
+  ['egress-connect', 'egress CONNECT set-up, added p50 (TCP connect + CONNECT 200, against a TCP connect to the origin)'],
+  ['egress-new', 'egress request on a new connection, added p50 (the set-up, then TLS handshake and GET relayed through one more hop)'],
+];
 
 function checks(summaries: TargetSummary[]): Check[] {
   const out: Check[] = [];
   for (const t of summaries.filter((x) => x.name !== 'direct')) {
-    for (const [scenario, what] of [
-      ['mcp-seq', 'MCP tools/call, added p50 (sequential)'],
-      ['egress-new', 'egress CONNECT, added p50 of a request on a new connection'],
-    ] as const) {
-      const added = t.latency[scenario]?.addedP50 ?? null;
-      out.push({ target: t.name, what, limit: `< ${TARGET_ADDED_P50_MS} ms`, value: added === null ? 'not measured' : `${added.toFixed(3)} ms`, pass: added === null ? null : added < TARGET_ADDED_P50_MS });
+    for (const [figure, what] of CHECKED) {
+      const added = t.latency[figure]?.addedP50 ?? null;
+      const judged = added !== null && t.name !== 'bare';
+      out.push({ target: t.name, what, limit: `< ${TARGET_ADDED_P50_MS} ms`, value: added === null ? 'not measured' : `${added.toFixed(3)} ms`, pass: judged ? added < TARGET_ADDED_P50_MS : null });
     }
   }
   return out;
 }
 
+function verdict(c: Check): string {
+  if (c.target === 'bare' && c.value !== 'not measured') return 'floor (no governance)';
+  return c.pass === null ? 'not measured' : c.pass ? 'pass' : 'FAIL';
+}
+
 const ms = (v: number | null | undefined, digits = 3) => (v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
 const signed = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(3)}`);
+const micros = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '-' : v.toFixed(0));
 
 function tableRows(summaries: TargetSummary[]): string[][] {
-  const header = [
-    'target',
-    'MCP p50',
-    'MCP p99',
-    'MCP added p50',
-    'MCP added p99',
-    'MCP max calls/s',
-    'CPU µs/call',
-    'new conn p50',
-    'new conn p99',
-    'new conn added p50',
-    'new conn added p99',
-    'open tunnel p50',
-    'open tunnel added p50',
-    'open tunnel added p99',
+  const f = (t: TargetSummary, figure: Pooled) => t.latency[figure];
+  const rows: [string, (t: TargetSummary) => string][] = [
+    ['MCP p50', (t) => ms(f(t, 'mcp-seq')?.p50)],
+    ['MCP p99', (t) => ms(f(t, 'mcp-seq')?.p99)],
+    ['MCP added p50', (t) => signed(f(t, 'mcp-seq')?.addedP50)],
+    ['MCP added p99', (t) => signed(f(t, 'mcp-seq')?.addedP99)],
+    ['MCP over bare p50', (t) => signed(f(t, 'mcp-seq')?.overBareP50)],
+    ['MCP over bare p99', (t) => signed(f(t, 'mcp-seq')?.overBareP99)],
+    ['MCP max calls/s', (t) => (t.max ? t.max.rps.toFixed(0) : '-')],
+    ['CPU µs/call', (t) => micros(t.max?.cpuUsPerCall)],
+    ['CONNECT set-up p50', (t) => ms(f(t, 'egress-connect')?.p50)],
+    ['CONNECT set-up p99', (t) => ms(f(t, 'egress-connect')?.p99)],
+    ['CONNECT set-up added p50', (t) => signed(f(t, 'egress-connect')?.addedP50)],
+    ['CONNECT set-up over bare p50', (t) => signed(f(t, 'egress-connect')?.overBareP50)],
+    ['new conn p50', (t) => ms(f(t, 'egress-new')?.p50)],
+    ['new conn p99', (t) => ms(f(t, 'egress-new')?.p99)],
+    ['new conn added p50', (t) => signed(f(t, 'egress-new')?.addedP50)],
+    ['new conn added p99', (t) => signed(f(t, 'egress-new')?.addedP99)],
+    ['new conn over bare p50', (t) => signed(f(t, 'egress-new')?.overBareP50)],
+    ['new conn over bare p99', (t) => signed(f(t, 'egress-new')?.overBareP99)],
+    ['CPU µs/connection', (t) => micros(t.cpuUsPerConnection)],
+    ['open tunnel p50', (t) => ms(f(t, 'egress-reuse')?.p50)],
+    ['open tunnel added p50', (t) => signed(f(t, 'egress-reuse')?.addedP50)],
+    ['open tunnel added p99', (t) => signed(f(t, 'egress-reuse')?.addedP99)],
+    ['open tunnel over bare p50', (t) => signed(f(t, 'egress-reuse')?.overBareP50)],
   ];
-  const rows = summaries.map((t) => [
-    t.label,
-    ms(t.latency['mcp-seq']?.p50),
-    ms(t.latency['mcp-seq']?.p99),
-    signed(t.latency['mcp-seq']?.addedP50),
-    signed(t.latency['mcp-seq']?.addedP99),
-    t.max ? t.max.rps.toFixed(0) : '-',
-    t.max?.cpuUsPerCall ? t.max.cpuUsPerCall.toFixed(0) : '-',
-    ms(t.latency['egress-new']?.p50),
-    ms(t.latency['egress-new']?.p99),
-    signed(t.latency['egress-new']?.addedP50),
-    signed(t.latency['egress-new']?.addedP99),
-    ms(t.latency['egress-reuse']?.p50),
-    signed(t.latency['egress-reuse']?.addedP50),
-    signed(t.latency['egress-reuse']?.addedP99),
-  ]);
-  return [header, ...rows];
+  // One column per target, one row per figure, so it fits a terminal and the Markdown page.
+  return [['target', ...summaries.map((t) => t.label)], ...rows.map(([name, cell]) => [name, ...summaries.map(cell)])];
 }
 
 function consoleTable(summaries: TargetSummary[]): string {
   const rows = tableRows(summaries);
-  // Transposed: one column per target, one row per figure, so it fits a terminal.
-  const cols = rows.map((r) => r);
-  const lines: string[] = [];
-  const width0 = Math.max(...cols[0]!.map((c) => c.length));
-  const widths = cols.map((c) => Math.max(...c.map((x) => x.length)));
-  for (let i = 0; i < cols[0]!.length; i++) {
-    lines.push(cols.map((c, j) => (j === 0 ? c[i]!.padEnd(width0) : c[i]!.padStart(widths[j]!))).join('  '));
-  }
-  return lines.join('\n');
+  const widths = rows[0]!.map((_, j) => Math.max(...rows.map((r) => r[j]!.length)));
+  return rows.map((r) => r.map((c, j) => (j === 0 ? c.padEnd(widths[j]!) : c.padStart(widths[j]!))).join('  ')).join('\n');
 }
 
 function markdownTable(summaries: TargetSummary[]): string {
-  const rows = tableRows(summaries);
-  const out = [`| ${rows.map((r) => r[0]).join(' | ')} |`, `| --- |${rows.slice(1).map(() => ' ---: |').join('')}`];
-  for (let i = 1; i < rows[0]!.length; i++) out.push(`| ${rows.map((r) => r[i]).join(' | ')} |`);
-  return out.join('\n');
+  const [header, ...rows] = tableRows(summaries);
+  return [`| ${header!.join(' | ')} |`, `| --- |${header!.slice(1).map(() => ' ---: |').join('')}`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
 // ------------------------------------------------------------------ the run
@@ -322,7 +339,10 @@ async function main(): Promise<number> {
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
   try {
-    log(`planes-overhead${args.quick ? ' (quick)' : ''}: ${SETTINGS.rounds} round(s); ${PIN ? 'Reins on CPU 1; generator, MCP upstream and TLS origin on CPU 0' : 'CPU placement left to the kernel'}`);
+    log(
+      `planes-overhead${args.quick ? ' (quick)' : ''}: ${SETTINGS.rounds} round(s); ` +
+        (PIN ? 'Reins and the bare proxies on CPU 1; generator, MCP upstream and TLS origin on CPU 0' : 'CPU placement left to the kernel'),
+    );
     const mcpUpstream = await startServer('mcp upstream', [...TSX, join(HERE, 'mcp-upstream.ts')], { cpu: CPU.upstream });
     children.push(mcpUpstream.child);
     const origin = await startServer('tls origin', [...TSX, join(HERE, 'tls-origin.ts')], { cpu: CPU.upstream });
@@ -340,12 +360,37 @@ async function main(): Promise<number> {
       label: LABELS.direct,
       mcp: await openMcpSession(mcpUpstream.url, {}),
       egress: { origin: originTarget, proxy: null },
-      pid: null,
+      pids: { mcp: null, egress: null },
       toolCalls: 0,
       tunnels: 0,
       rounds: emptyRounds(),
       notes: [],
     });
+
+    if (only.has('bare')) {
+      // Two processes, one per plane, each pinned where Reins is: the MCP pass-through is bench/gateway-overhead's
+      // bare proxy (node:http + undici Pool, body streamed up, answer streamed back, nothing parsed).
+      const mcpBare = await startServer('bare mcp proxy', [...TSX, join(HERE, '../gateway-overhead/bare-proxy.ts'), new URL(mcpUpstream.url).origin], { cpu: CPU.gateway });
+      children.push(mcpBare.child);
+      const egressBare = await startServer('bare egress proxy', [...TSX, join(HERE, 'bare-egress-proxy.ts')], { cpu: CPU.gateway });
+      children.push(egressBare.child);
+      const proxy = new URL(egressBare.url);
+      runs.push({
+        name: 'bare',
+        label: LABELS.bare,
+        mcp: await openMcpSession(`${mcpBare.url}${new URL(mcpUpstream.url).pathname}`, {}),
+        egress: {
+          origin: originTarget,
+          // Not checked by the bare proxy; sent so that the CONNECT request is as long as the one Reins reads.
+          proxy: { host: proxy.hostname, port: Number(proxy.port), authorization: `Basic ${Buffer.from(`agent:${'0'.repeat(48)}`).toString('base64')}` },
+        },
+        pids: { mcp: mcpBare.child.pid, egress: egressBare.child.pid },
+        toolCalls: 3,
+        tunnels: 0,
+        rounds: emptyRounds(),
+        notes: [],
+      });
+    }
 
     for (const name of (['reins', 'reins-pg'] as const).filter((n) => only.has(n))) {
       try {
@@ -374,7 +419,7 @@ async function main(): Promise<number> {
             origin: originTarget,
             proxy: { host: proxy.hostname, port: Number(proxy.port), authorization: `Basic ${Buffer.from(`agent:${agentKey}`).toString('base64')}` },
           },
-          pid: s.child.pid,
+          pids: { mcp: s.child.pid, egress: s.child.pid },
           admin: { base: s.url, token },
           toolCalls: 3, // the session check's calls
           tunnels: 0,
@@ -390,16 +435,17 @@ async function main(): Promise<number> {
     }
 
     const warnings: string[] = [];
-    const pooled = new Map<TargetName, Partial<Record<Scenario, number[]>>>();
+    const pooled = new Map<TargetName, Partial<Record<Pooled, number[]>>>();
     const measure = async (running: Running, job: PlanesJob, round: number): Promise<RoundResult> => {
-      const idle = runs.filter((r) => r !== running && r.pid !== null).map((r) => r.pid!);
+      const pid = job.kind.startsWith('mcp') ? running.pids.mcp : running.pids.egress;
+      const idle = [...new Set(runs.flatMap((r) => [r.pids.mcp, r.pids.egress]))].filter((p): p is number => p !== null && p !== pid);
       const snapshot = async () => ({
-        cpu: running.pid === null ? 0 : processCpuMs(running.pid),
+        cpu: pid === null ? 0 : processCpuMs(pid),
         tools: await upstreamToolCalls(mcpUpstream.url),
         origin: await originCount(origin.url),
         steal: stealMs(),
       });
-      // The other Reins is frozen while one is measured: it shares the CPU, and its own periodic work would land here.
+      // Every other proxy process is frozen while one is measured: it shares the CPU, and its own periodic work would land here.
       for (const pid of idle) process.kill(pid, 'SIGSTOP');
       let before: Awaited<ReturnType<typeof snapshot>>;
       let after: typeof before;
@@ -414,16 +460,17 @@ async function main(): Promise<number> {
       const tools = after.tools - before.tools;
       running.toolCalls += tools;
       if (job.kind === 'egress-new' || job.kind === 'egress-reuse') running.tunnels += result.connectionsOpened;
-      const { samples, ...rest } = result;
-      if (samples && round >= 0) {
+      const { samples, tunnelSamples, ...rest } = result;
+      if (round >= 0) {
         const mine = pooled.get(running.name) ?? {};
-        (mine[job.kind] ??= []).push(...samples);
+        if (samples && job.kind !== 'mcp-max') (mine[job.kind] ??= []).push(...samples);
+        if (tunnelSamples) (mine['egress-connect'] ??= []).push(...tunnelSamples);
         pooled.set(running.name, mine);
       }
       const r: RoundResult = {
         ...rest,
         round,
-        targetCpuMs: running.pid === null ? null : after.cpu - before.cpu,
+        targetCpuMs: pid === null ? null : after.cpu - before.cpu,
         upstreamToolCalls: tools,
         originServed: after.origin.served - before.origin.served,
         originConnections: after.origin.connections - before.origin.connections,
@@ -482,7 +529,8 @@ async function main(): Promise<number> {
     const elapsedS = (Date.now() - started) / 1000;
     process.stdout.write(`\n${consoleTable(summaries)}\n\n`);
     process.stdout.write(
-      `latencies in ms over ${SETTINGS.rounds} interleaved round(s) pooled; "added" = Reins minus direct; MCP max calls/s, CPU µs/call: median of the rounds\n`,
+      `latencies in ms over ${SETTINGS.rounds} interleaved round(s) pooled; "added" = minus direct, "over bare" = minus the bare proxy; ` +
+        'MCP max calls/s, CPU µs/call and /connection: median of the rounds\n',
     );
     for (const t of summaries.filter((x) => x.phasesP50)) {
       const p = t.phasesP50!;
@@ -491,7 +539,7 @@ async function main(): Promise<number> {
     for (const n of notMeasured) process.stdout.write(`${n.label}: not measured: ${n.reason}\n`);
     if (checked.length > 0) {
       process.stdout.write('\ntargets:\n');
-      for (const c of checked) process.stdout.write(`  ${c.target}: ${c.what} ${c.limit}: ${c.value} ${c.pass === null ? 'not measured' : c.pass ? 'pass' : 'FAIL'}\n`);
+      for (const c of checked) process.stdout.write(`  ${c.target}: ${c.what} ${c.limit}: ${c.value} ${verdict(c)}\n`);
     }
     const notes = runs.flatMap((r) => r.notes.map((n) => `${r.label}: ${n}`));
     for (const n of notes) process.stdout.write(`${n}\n`);
@@ -518,7 +566,7 @@ async function main(): Promise<number> {
     writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(json, null, 2)}\n`);
     writeFileSync(join(outDir, `${base}.md`), markdown(date, info, summaries, checked, notes, warnings, notMeasured, elapsedS));
     log(`wrote ${relative(process.cwd(), join(outDir, base))}.{json,md}`);
-    return args.strict && checked.some((c) => c.pass !== true) ? 2 : 0;
+    return args.strict && checked.some((c) => c.target !== 'bare' && c.pass !== true) ? 2 : 0;
   } finally {
     await stopAll();
   }
@@ -545,15 +593,18 @@ function markdown(
       'How to run and what each figure means: bench/planes-overhead/README.md.',
     '',
     PIN
-      ? 'CPU placement: Reins alone on CPU 1 (all its threads); the load generator, the MCP upstream and the TLS origin on CPU 0.'
+      ? 'CPU placement: Reins and the bare proxies on CPU 1 (all their threads; only the one measured runs, the others are frozen); ' +
+        'the load generator, the MCP upstream and the TLS origin on CPU 0.'
       : 'CPU placement: left to the kernel (--no-pin).',
     '',
-    `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is Reins' figure minus the direct one. ` +
+    `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is a proxy's figure minus the direct one, ` +
+      '"over bare" is Reins\' figure minus the bare proxy\'s (what governance costs on top of any proxy). ' +
       `MCP sequential: one keep-alive connection, ${s.mcpRequests} tools/call per round after ${s.mcpWarmup} warm-up. ` +
       `MCP max: closed loop over ${s.maxConnections} connections, ${s.maxS} s per round after ${s.maxWarmupS} s warm-up (median of the rounds; ` +
-      "CPU µs/call is Reins' own process). " +
-      `New connection: TCP connect (through Reins: to the proxy, then CONNECT and its 200), full TLS handshake, one GET, close; ` +
-      `${s.newRequests} per round after ${s.newWarmup} warm-up. Open tunnel: one GET at a time on a connection opened before, ` +
+      "CPU µs/call is the proxy's own process). " +
+      'CONNECT set-up: TCP connect to the proxy, CONNECT and its 200 (direct: the TCP connect to the origin); that is what the tunnel adds ' +
+      'before the first byte. New connection: the set-up, then a full TLS handshake and one GET relayed through the tunnel, then close; ' +
+      `${s.newRequests} per round after ${s.newWarmup} warm-up (CPU µs/connection: the egress process's own). Open tunnel: one GET at a time on a connection opened before, ` +
       `${s.reuseRequests} per round after ${s.reuseWarmup} warm-up.`,
     '',
     markdownTable(summaries),
@@ -571,8 +622,15 @@ function markdown(
     lines.push('');
   }
   if (checked.length > 0) {
-    lines.push(`## Targets (issue: added p50 under ${TARGET_ADDED_P50_MS} ms for both)`, '', '| Reins | figure | target | value | result |', '| --- | --- | --- | --- | --- |');
-    for (const c of checked) lines.push(`| ${c.target} | ${c.what} | ${c.limit} | ${c.value} | ${c.pass === null ? 'not measured' : c.pass ? 'pass' : '**fail**'} |`);
+    lines.push(
+      `## Targets (issue: added p50 under ${TARGET_ADDED_P50_MS} ms for MCP and for egress CONNECT)`,
+      '',
+      'The bare proxy\'s rows are the floor a proxy with no governance sets on the same machine; only Reins is judged.',
+      '',
+      '| proxy | figure | target | value | result |',
+      '| --- | --- | --- | --- | --- |',
+    );
+    for (const c of checked) lines.push(`| ${c.target} | ${c.what} | ${c.limit} | ${c.value} | ${c.pass === false ? '**fail**' : verdict(c)} |`);
     lines.push('');
   }
   if (notes.length > 0 || warnings.length > 0) {

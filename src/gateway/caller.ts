@@ -9,7 +9,7 @@ import type { Actor } from '../identity/actor.js';
 import { parseIdentityId } from '../identity/ids.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { AgentSection, AutonomyTier, DeveloperRole, DeveloperSection, SessionSection } from '../policy/policy-object.js';
-import type { CredentialCache } from './credential-cache.js';
+import type { CredentialCache, GatewayCredential } from './credential-cache.js';
 
 export const SESSION_HEADER = 'x-reins-session';
 export const AGENT_HEADER = 'x-reins-agent';
@@ -45,8 +45,20 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 /** The caller a Reins secret and the request's headers stand for, or null for an unknown, revoked or expired secret. */
 export async function resolveCaller(deps: CallerDeps, secret: string, headers: IncomingHttpHeaders): Promise<GovernedCaller | null> {
-  const c = deps.credentials.cached(secret) ?? (await deps.credentials.authenticate(secret));
-  if (!c) return null;
+  return resolveCallerNow(deps, secret, headers);
+}
+
+/**
+ * `resolveCaller` without a promise when the credential is cached (the common case: every call after a token's
+ * first), so that a caller on the hot path can go on in the same tick. A promise only when the store is read.
+ */
+export function resolveCallerNow(deps: CallerDeps, secret: string, headers: IncomingHttpHeaders): GovernedCaller | null | Promise<GovernedCaller | null> {
+  const cached = deps.credentials.cached(secret);
+  if (cached !== undefined) return callerFor(deps, cached, headers);
+  return deps.credentials.authenticate(secret).then((c) => (c ? callerFor(deps, c, headers) : null));
+}
+
+function callerFor(deps: CallerDeps, c: GatewayCredential, headers: IncomingHttpHeaders): GovernedCaller {
   deps.onTokenUse?.(c.tokenId);
   if (c.kind === 'agent') {
     return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', project: '', problem: null };
@@ -89,18 +101,23 @@ export interface CallerSections {
   explicitTier: boolean;
 }
 
-/** The caller's part of the policy object, with the agent's tier as it is at this moment. */
-export function callerSections(caller: GovernedCaller, tiers: TierCache): CallerSections {
+/** The agent's tier at this moment (T2 when none was assigned, or when a developer's own tool is the agent). */
+export function callerTier(caller: GovernedCaller, tiers: TierCache): { autonomyTier: AutonomyTier; explicit: boolean } {
   const resolved = caller.agentId === '' ? null : tiers.resolve(caller.agentId);
+  return { autonomyTier: resolved?.autonomyTier ?? 'T2', explicit: resolved?.explicit ?? false };
+}
+
+/** The caller's part of the policy object, with the agent's tier as it is at this moment (or as `tier` says). */
+export function callerSections(caller: GovernedCaller, tiers: TierCache, tier = callerTier(caller, tiers)): CallerSections {
   const agent = caller.agentId === '' ? null : parseIdentityId(caller.agentId);
   const developer = caller.developer ? parseIdentityId(caller.developer.id) : null;
   return {
-    agent: { id: caller.agentId, namespace: agent?.namespace ?? '', name: agent?.name ?? '', autonomyTier: resolved?.autonomyTier ?? 'T2' },
+    agent: { id: caller.agentId, namespace: agent?.namespace ?? '', name: agent?.name ?? '', autonomyTier: tier.autonomyTier },
     developer: caller.developer
       ? { id: caller.developer.id, namespace: developer?.namespace ?? '', name: developer?.name ?? '', role: caller.developer.role }
       : {},
     session: { id: caller.sessionId },
-    explicitTier: resolved?.explicit ?? false,
+    explicitTier: tier.explicit,
   };
 }
 

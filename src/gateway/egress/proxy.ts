@@ -14,7 +14,7 @@ import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './a
 import { proxySecret } from './credential.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { parseConnectTarget, parseHttpTarget, type EgressTarget } from './target.js';
-import type { EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
+import type { EgressDecision, EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
 
 export type * from './types.js';
 export type { EgressErrorKind } from './answers.js';
@@ -52,27 +52,47 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       if (reported) return;
       reported = true;
       try {
-        hooks.completed(request, { ...result, durationMs: performance.now() - started });
+        // Not `{ ...result, durationMs }`: a property after a leading spread takes a slow path on Node 20's V8 (0.7 µs).
+        hooks.completed(request, { status: result.status, end: result.end, bytesUp: result.bytesUp, bytesDown: result.bytesDown, durationMs: performance.now() - started });
       } catch (err) {
         log.error({ err }, 'egress completed hook threw');
       }
     };
   }
 
-  /** Credential, caller, decision. A refusal is reported to `completed` here, since it was decided. */
-  async function admit(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
+  /**
+   * Credential, caller, decision. A refusal is reported to `completed` here, since it was decided. Without a
+   * promise when the hooks answer without one (a cached credential, a remembered decision): a tunnel then
+   * starts connecting in the same tick, with no trip through the microtask queue.
+   */
+  function admit(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
     const secret = proxySecret(headers['proxy-authorization']);
     if (secret === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', MISSING_TOKEN) };
-    const caller = await hooks.authenticate({ secret, headers });
+    const caller = hooks.authenticate({ secret, headers });
+    if (caller instanceof Promise) return caller.then((c) => decideFor(c, target, scheme, method, started));
+    return decideFor(caller, target, scheme, method, started);
+  }
+
+  function decideFor(caller: C | null, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
     if (caller === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
     const request: EgressRequest<C> = { caller, host: target.host, port: target.port, scheme, method };
-    const decision = await hooks.decide(request);
+    const decision = hooks.decide(request);
+    if (decision instanceof Promise) return decision.then((d) => admission(request, d, started));
+    return admission(request, decision, started);
+  }
+
+  function admission(request: EgressRequest<C>, decision: EgressDecision, started: number): Admission<C> {
     if (decision.outcome === 'deny') {
       const answer = egressAnswer('denied', decision.message);
       completer(request, started)({ status: answer.status, end: 'refused', bytesUp: 0, bytesDown: 0 });
       return { admitted: false, answer };
     }
     return { admitted: true, request };
+  }
+
+  /** `admit` as a promise in every case, a throwing hook included. */
+  function admitLater(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
+    return new Promise((resolve) => resolve(admit(headers, target, scheme, method, started)));
   }
 
   function hookFailure(err: unknown): EgressAnswer {
@@ -97,7 +117,8 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     res.once('close', () => {
       clientGone = true;
     });
-    admit(req.headers, target, 'http', method, started).then(
+    // Always a promise here: a refusal then finds the rest of a small body already read, and keeps the connection.
+    admitLater(req.headers, target, 'http', method, started).then(
       (admission) => {
         if (!admission.admitted) return refuse(req, res, admission.answer);
         // The client left while the hooks were deciding: nothing to forward it to.
@@ -185,18 +206,24 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     const parsed = parseConnectTarget(req.url ?? '');
     if (!parsed.ok) return writeRawAnswer(client, egressAnswer('bad_request', parsed.message));
     const target = parsed.target;
-    admit(req.headers, target, 'https', 'CONNECT', started).then(
-      (admission) => {
-        if (!admission.admitted) return writeRawAnswer(client, admission.answer);
-        const complete = completer(admission.request, started);
-        if (clientClosed) {
-          complete({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
-          return;
-        }
-        tunnel(client, head, admission.request, complete, () => clientFailed);
-      },
-      (err: unknown) => writeRawAnswer(client, hookFailure(err)),
-    );
+    const admitted = (admission: Admission<C>): void => {
+      if (!admission.admitted) return writeRawAnswer(client, admission.answer);
+      const complete = completer(admission.request, started);
+      if (clientClosed) {
+        complete({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
+        return;
+      }
+      tunnel(client, head, admission.request, complete, () => clientFailed);
+    };
+    const failed = (err: unknown): void => writeRawAnswer(client, hookFailure(err));
+    let admission: Admission<C> | Promise<Admission<C>>;
+    try {
+      admission = admit(req.headers, target, 'https', 'CONNECT', started);
+    } catch (err) {
+      return failed(err);
+    }
+    if (admission instanceof Promise) admission.then(admitted, failed);
+    else admitted(admission);
   }
 
   function tunnel(
@@ -250,8 +277,8 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       established = true;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
+      relay(upstream, client);
+      relay(client, upstream);
     });
   }
 
@@ -301,6 +328,23 @@ function watchConnect(upstream: ClientRequest, target: EgressTarget, timeoutMs: 
     socket.once('connect', () => clearTimeout(timer));
     socket.once('close', () => clearTimeout(timer));
   });
+}
+
+/**
+ * Bytes from one side of a tunnel to the other as they arrive, the reader paused while the writer's buffer is
+ * full, and the writer ended when the reader ends: what `pipe` does for a tunnel, without the bookkeeping of
+ * its listeners on both sides, set up and torn down for every connection.
+ */
+function relay(from: Duplex, to: Duplex): void {
+  const resume = () => from.resume();
+  from.on('data', (chunk: Buffer) => {
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', resume);
+    }
+  });
+  from.once('end', () => to.end());
+  if (!from.readableFlowing) from.resume();
 }
 
 /** Ends a socket once what was written to it is flushed. */

@@ -30,8 +30,26 @@ function fail<T>(message: string): Parsed<T> {
   return { ok: false, message };
 }
 
+/** Hosts already parsed: an agent reaches the same few hosts again and again, and the URL parser is the
+ * costliest step of reading a CONNECT (it is a pure function of the text, so remembering it changes nothing). */
+const normalized = new Map<string, string | null>();
+const NORMALIZED_ENTRIES = 4096;
+/** Longer than any DNS name (253): not remembered, so the memo stays small whatever clients send. */
+const NORMALIZED_LENGTH = 255;
+
 /** The canonical host, or null when `raw` (bracketed for IPv6) is not a host. */
 export function normalizeHost(raw: string): string | null {
+  if (raw.length > NORMALIZED_LENGTH) return parseHost(raw);
+  let host = normalized.get(raw);
+  if (host === undefined) {
+    host = parseHost(raw);
+    if (normalized.size >= NORMALIZED_ENTRIES) normalized.clear();
+    normalized.set(raw, host);
+  }
+  return host;
+}
+
+function parseHost(raw: string): string | null {
   if (!(IPV6_LITERAL.test(raw) || REG_NAME.test(raw))) return null;
   let hostname: string;
   try {

@@ -54,10 +54,15 @@ export interface EgressResult {
   durationMs: number;
 }
 
+/**
+ * `authenticate` and `decide` may answer without a promise when they have nothing to wait for (a cached
+ * credential, a decision from memory): the proxy then goes on in the same tick. Either may also throw or reject;
+ * the client then gets a 500 and nothing reaches the origin.
+ */
 export interface EgressHooks<C> {
   /** The caller a Reins token belongs to, or null when it is unknown, revoked or expired. */
-  authenticate(credential: EgressCredential): Promise<C | null>;
-  decide(request: EgressRequest<C>): Promise<EgressDecision>;
+  authenticate(credential: EgressCredential): C | null | Promise<C | null>;
+  decide(request: EgressRequest<C>): EgressDecision | Promise<EgressDecision>;
   /** Called exactly once per decided request or tunnel, when it is over. Must not throw (a throw is logged). */
   completed(request: EgressRequest<C>, result: EgressResult): void;
 }

@@ -91,6 +91,27 @@ describeEachStore('egress through Reins', ({ store }) => {
     await setTier('');
   });
 
+  // Decisions are memoised by the complete policy object; none of these may be answered from a stale memo.
+  test('the same connection repeated: a new policy, its change and its deletion each apply to the very next one', async () => {
+    await setTier('T3');
+    const get = async () => (await fetch(`http://localhost:${plainPort}/memo`, { dispatcher: agent(key) })).status;
+    assert.equal(await get(), 200);
+    assert.equal(await get(), 200);
+    const created = await admin.post('/api/v1/policies', { name: 'no-localhost-memo', kind: 'deny', appliesTo: ['egress'], match: "object.egress.host == 'localhost'", message: 'Not here.' });
+    assert.equal(created.status, 201);
+    assert.equal(await get(), 403, 'a new deny policy applies to the next identical connection');
+    const changed = await admin.put('/api/v1/policies/no-localhost-memo', { kind: 'deny', appliesTo: ['egress'], match: "object.egress.host == 'elsewhere'", message: 'Not there.' });
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    assert.equal(await get(), 200, 'the changed policy no longer matches');
+    await admin.put('/api/v1/policies/no-localhost-memo', { kind: 'deny', appliesTo: ['egress'], match: "object.egress.host == 'localhost'", message: 'Not here.' });
+    assert.equal(await get(), 403);
+    assert.equal((await admin.delete('/api/v1/policies/no-localhost-memo')).status, 200);
+    assert.equal(await get(), 200, 'deleted: allowed again');
+    await setTier('T1');
+    assert.equal(await get(), 403, 'a tier change applies to the next identical connection');
+    await setTier('');
+  });
+
   test('a missing or bad proxy credential gets 407 and reaches nothing', async () => {
     const before = hits;
     // undici surfaces a proxy's 407 as an error of its own.
