@@ -1,11 +1,12 @@
 /**
  * Deterministic classification of what a pod reached: an address (against the cluster facts) or a name
- * (against the cluster's naming rules and the provider catalogue). Built once per reconcile call.
+ * (against the cluster's naming rules and the provider catalogue). Built once per facts snapshot (`classifierFor`),
+ * with every answer memoised per distinct name, address and pod.
  */
 import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
 import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
-import { buildOwnerIndex, resolveWorkload, type OwnerIndex } from './workload.js';
+import { buildOwnerIndex, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
 
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 
@@ -242,4 +243,264 @@ export function expansionCandidates(name: string, index: FactsIndex): string[] {
     if (isPublicLookingName(real, index)) out.push(real);
   }
   return out;
+}
+
+// ---- Memos per facts snapshot: what the engine asks of a name, an address or a pod, answered once. ----
+
+/** A search-domain expansion's class (shared: the engine never mutates a class). */
+const SEARCH_DOMAIN_EXPANSION: FindingClass = INTERNAL('search-domain-expansion');
+
+/** What a DNS question or a sensor name folds onto: itself, or the real name of a search-domain expansion. */
+export interface Folded {
+  destName: string;
+  cls: NameClass;
+  variant: boolean;
+}
+
+/** One real name a name could be the expansion of, already filtered to external (catalogued or unknown) ones. */
+interface Fold {
+  real: string;
+  /** The real name is not catalogued: it counts only when the workload also asked it as is. */
+  needsBare: boolean;
+  result: Folded;
+}
+
+/** Everything the engine reads about one name, from its raw form as the sensor reported it. */
+export interface NameInfo {
+  /** Normalized: lower case, trailing dots removed. */
+  name: string;
+  cls: NameClass;
+  /** When several names answered one address: 0 provider, 1 another finding, 2 not a finding (lowest wins). */
+  rank: number;
+  /** The name unfolded; search-domain folds, most likely first (computed on first use). */
+  plain: Folded;
+  folds: readonly Fold[] | undefined;
+  publicLooking: boolean | undefined;
+}
+
+/** An address's class plus what the engine derives from it. */
+export interface AddressInfo extends AddressClass {
+  /** Outside the cluster facts and not special: only a name can classify it. */
+  external: boolean;
+  /** `ip:<address> (unattributed)`. */
+  unattributed: string;
+}
+
+/** The names a workload asked as is, computed when a fold first needs them. */
+export interface AskedNames {
+  bareNames(): ReadonlySet<string>;
+}
+
+/** A pod's workload, or null for the service's own pods (their observations are dropped). */
+export type PodRef = WorkloadRef | null;
+
+/** Memo entries kept per snapshot before they are dropped (names are what sensors report: unbounded in principle). */
+const MAX_MEMO_ENTRIES = 500_000;
+
+/**
+ * The facts index with memos of every classification derived from it, per distinct name, address and pod. Valid
+ * for one facts snapshot: `classifierFor` hands out a new one when the facts change.
+ */
+export class Classifier {
+  private readonly rawNames = new Map<string, NameInfo>();
+  private readonly names = new Map<string, NameInfo>();
+  private readonly addressInfo = new Map<string, AddressInfo>();
+  /** Namespace -> pod name (or `ip:<podIP>` for a pod without a name) -> its workload. */
+  private readonly pods = new Map<string, Map<string, PodRef>>();
+  private podCount = 0;
+
+  constructor(readonly index: FactsIndex) {}
+
+  /** Drops the memos when they grew past their bound (between two reconciliations). */
+  trim(): void {
+    if (this.rawNames.size + this.names.size + this.addressInfo.size + this.podCount <= MAX_MEMO_ENTRIES) return;
+    this.rawNames.clear();
+    this.names.clear();
+    this.addressInfo.clear();
+    this.pods.clear();
+    this.podCount = 0;
+  }
+
+  /** A name as the sensor reported it (any case, trailing dots). */
+  raw(raw: string): NameInfo {
+    let info = this.rawNames.get(raw);
+    if (info === undefined) this.rawNames.set(raw, (info = this.normalized(normalizeHostname(raw))));
+    return info;
+  }
+
+  /** A normalized name. */
+  normalized(name: string): NameInfo {
+    let info = this.names.get(name);
+    if (info === undefined) {
+      const cls = classifyName(name, this.index);
+      info = {
+        name,
+        cls,
+        rank: cls === NOT_A_FINDING ? 2 : cls.kind === 'provider' ? 0 : 1,
+        plain: { destName: name, cls, variant: false },
+        folds: undefined,
+        publicLooking: undefined,
+      };
+      this.names.set(name, info);
+    }
+    return info;
+  }
+
+  isPublicLooking(info: NameInfo): boolean {
+    return (info.publicLooking ??= isPublicLookingName(info.name, this.index));
+  }
+
+  /** The real names `info` could be an expansion of that fold it, most likely first (see `fold`). */
+  folds(info: NameInfo): readonly Fold[] {
+    if (info.folds !== undefined) return info.folds;
+    const folds: Fold[] = [];
+    for (const real of expansionCandidates(info.name, this.index)) {
+      const realClass = this.normalized(real).cls;
+      // Only an external real name can have been expanded; `<svc>.<ns>.svc.<domain>` is a lookup of its own.
+      if (realClass !== NOT_A_FINDING && realClass.kind !== 'provider' && realClass.kind !== 'infra') continue;
+      folds.push(
+        realClass === NOT_A_FINDING
+          ? // The expansion of a name that is not a finding is noise of that name: not a finding either.
+            { real, needsBare: true, result: { destName: real, cls: NOT_A_FINDING, variant: true } }
+          : { real, needsBare: false, result: { destName: real, cls: SEARCH_DOMAIN_EXPANSION, variant: true } },
+      );
+    }
+    return (info.folds = folds);
+  }
+
+  /**
+   * The class a DNS question gets once search-domain expansions are folded onto their real name: a catalogued real
+   * name is recognised outright, any other one only when the workload also asked it as is (asked only then).
+   */
+  fold(info: NameInfo, workload: AskedNames): Folded {
+    const folds = info.folds ?? this.folds(info);
+    for (let i = 0; i < folds.length; i++) {
+      const fold = folds[i]!;
+      if (fold.needsBare && !workload.bareNames().has(fold.real)) continue;
+      return fold.result;
+    }
+    return info.plain;
+  }
+
+  address(ip: string): AddressInfo {
+    let info = this.addressInfo.get(ip);
+    if (info === undefined) {
+      const { factsName, cls } = classifyAddress(ip, this.index);
+      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: `ip:${ip} (unattributed)` };
+      this.addressInfo.set(ip, info);
+    }
+    return info;
+  }
+
+  /**
+   * The workload of the pod an observation came from, null for the service's own pods: pods in `selfPods`, pods
+   * behind its own EndpointSlices, and any pod whose confirmed workload is one of theirs. A pod without a name is
+   * matched by `podIP`, and only then, since addresses are reused.
+   */
+  pod(namespace: string, podName: string, podIP: string, podKey: string): PodRef {
+    let inNamespace = this.pods.get(namespace);
+    if (!inNamespace) this.pods.set(namespace, (inNamespace = new Map()));
+    let ref = inNamespace.get(podKey);
+    if (ref === undefined) {
+      ref = this.resolvePod(namespace, podName, podIP);
+      inNamespace.set(podKey, ref);
+      this.podCount += 1;
+    }
+    return ref;
+  }
+
+  private resolvePod(namespace: string, podName: string, podIP: string): PodRef {
+    const index = this.index;
+    const pod = podName !== '' ? index.podsByName.get(namespace)?.get(podName) : (index.podsByIp.get(podIP) ?? undefined);
+    const name = pod?.name ?? (podName !== '' ? podName : podIP);
+    if (index.selfPodNames.has(nsKey(namespace, name))) return null;
+    if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
+    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
+    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
+    return ref;
+  }
+}
+
+/** The facts a Classifier was built from: the large arrays by identity, the small ones and scalars by value. */
+interface FactsKey {
+  pods: readonly unknown[];
+  podsLength: number;
+  replicaSets: readonly unknown[];
+  replicaSetsLength: number;
+  jobs: readonly unknown[];
+  jobsLength: number;
+  services: readonly unknown[];
+  servicesLength: number;
+  endpointSlices: readonly unknown[];
+  endpointSlicesLength: number;
+  nodes: readonly unknown[];
+  nodesLength: number;
+  /** The rest, which `facts()` builds anew per call, compared by value. */
+  small: string;
+}
+
+function smallFactsKey(facts: ClusterFacts): string {
+  return JSON.stringify([
+    facts.clusterDomain ?? null,
+    facts.apiServerAddresses,
+    facts.clusterDnsAddresses,
+    facts.selfService,
+    facts.selfPods.map((p) => [p.namespace, p.name, p.ip]),
+    facts.searchDomains ?? null,
+  ]);
+}
+
+function factsKey(facts: ClusterFacts): FactsKey {
+  return {
+    pods: facts.pods,
+    podsLength: facts.pods.length,
+    replicaSets: facts.replicaSets,
+    replicaSetsLength: facts.replicaSets.length,
+    jobs: facts.jobs,
+    jobsLength: facts.jobs.length,
+    services: facts.services,
+    servicesLength: facts.services.length,
+    endpointSlices: facts.endpointSlices,
+    endpointSlicesLength: facts.endpointSlices.length,
+    nodes: facts.nodes,
+    nodesLength: facts.nodes.length,
+    small: smallFactsKey(facts),
+  };
+}
+
+function sameFacts(a: FactsKey, b: FactsKey): boolean {
+  return (
+    a.pods === b.pods &&
+    a.podsLength === b.podsLength &&
+    a.replicaSets === b.replicaSets &&
+    a.replicaSetsLength === b.replicaSetsLength &&
+    a.jobs === b.jobs &&
+    a.jobsLength === b.jobsLength &&
+    a.services === b.services &&
+    a.servicesLength === b.servicesLength &&
+    a.endpointSlices === b.endpointSlices &&
+    a.endpointSlicesLength === b.endpointSlicesLength &&
+    a.nodes === b.nodes &&
+    a.nodesLength === b.nodesLength &&
+    a.small === b.small
+  );
+}
+
+let lastClassifier: { key: FactsKey; classifier: Classifier } | null = null;
+
+/**
+ * The Classifier of a facts snapshot, kept while the snapshot stays the same. The informer cache (kube/cluster-facts.ts)
+ * hands out a new `ClusterFacts` per request but keeps each resource's array while that resource does not change, so
+ * the large arrays are compared by identity (the engine treats them as immutable: a changed resource is a new
+ * array) and the few small fields by value. One entry: a replica reconciles against one cluster.
+ */
+export function classifierFor(facts: ClusterFacts): Classifier {
+  const key = factsKey(facts);
+  if (lastClassifier && sameFacts(lastClassifier.key, key)) {
+    lastClassifier.classifier.trim();
+    return lastClassifier.classifier;
+  }
+  const classifier = new Classifier(buildFactsIndex(facts));
+  lastClassifier = { key, classifier };
+  return classifier;
 }

@@ -4,19 +4,7 @@
  * function over plain data; the README in this folder states every rule and why.
  */
 import { normalizeHost } from './addresses.js';
-import {
-  buildFactsIndex,
-  classifyAddress,
-  classifyName,
-  expansionCandidates,
-  isPublicLookingName,
-  NOT_A_FINDING,
-  type AddressClass,
-  type FactsIndex,
-  type FindingClass,
-  type NameClass,
-} from './classify.js';
-import { normalizeHostname } from './provider-catalogue.js';
+import { classifierFor, NOT_A_FINDING, type AddressInfo, type AskedNames, type Classifier, type FindingClass, type NameInfo } from './classify.js';
 import type {
   ClusterFacts,
   Destination,
@@ -28,7 +16,7 @@ import type {
   Rung,
   WindowSuppressReason,
 } from './types.js';
-import { podLevelWorkload, resolveWorkload, type WorkloadRef } from './workload.js';
+import type { WorkloadRef } from './workload.js';
 
 export { groupObservations } from './observations.js';
 
@@ -60,29 +48,44 @@ export function unattributedName(ip: string): string {
   return `ip:${ip} (unattributed)`;
 }
 
-// ---- Pass 1: observations aggregated per pod. ----
+// ---- Pass 1: observations grouped per pod. ----
 
-interface DnsAggregate {
-  count: number;
-  /** The last behavior added: most repeats are skipped with one comparison. */
-  lastBehavior: string;
-  behaviors: Set<string>;
-  lastAnswer: string;
-  /** First addresses of the pod's own answers. */
-  answers: Set<string>;
+/**
+ * Behaviors are a set, but nearly always of one value: the first value sits in `first`, and a Set is made only
+ * when a second distinct one arrives (it then holds all of them). '' is never a member.
+ */
+interface LazySet {
+  first: string;
+  more: Set<string> | null;
 }
 
-interface NetworkAggregate {
-  ip: string;
-  sensorName: string;
-  count: number;
-  lastBehavior: string;
-  behaviors: Set<string>;
+function lazyAdd(set: LazySet, value: string): void {
+  if (value === '' || value === set.first) return;
+  if (set.first === '') set.first = value;
+  else (set.more ??= new Set([set.first])).add(value);
 }
 
+function lazyValues(set: LazySet): string[] {
+  if (set.more !== null) return [...set.more].sort();
+  return set.first === '' ? [] : [set.first];
+}
+
+/**
+ * A pod's observations in the window, as handed in (no per-pod aggregate: every rule below sums counts and
+ * unites sets, so recording each observation gives what recording their sums would), with the classification
+ * of each one's name or address looked up once.
+ */
 interface PodBucket {
-  dns: Map<string, DnsAggregate>;
-  network: Map<string, NetworkAggregate>;
+  dns: Observation[];
+  /** The question's name, per `dns` entry. */
+  names: NameInfo[];
+  network: Observation[];
+  /** The address connected to, per `network` entry (NO_ADDRESS for none). */
+  addresses: AddressInfo[];
+  /** The name the sensor reported with the connection, per `network` entry. */
+  sensorNames: NameInfo[];
+  /** The pod made a connection to an external address (egress-NAT detection). */
+  external: boolean;
 }
 
 interface WorkloadBucket {
@@ -90,20 +93,30 @@ interface WorkloadBucket {
   pods: PodBucket[];
 }
 
-/** Self pods map to null: their observations are dropped before anything is counted. */
-type PodSlot = PodBucket | null;
-
 // ---- Pass 2: destinations per workload. ----
 
+/** Destination identities: a name, a search-domain variant's real name, a connection suppressed by a stand-down. */
+const KEY_NAME = 0;
+const KEY_VARIANT = 1;
+const KEY_WINDOW = 2;
+type KeyKind = typeof KEY_NAME | typeof KEY_VARIANT | typeof KEY_WINDOW;
+
 interface DestinationAggregate {
-  key: string;
+  /** With destName, the identity; ordered as the prefixes `name` < `variant` < `window` of the identity's key. */
+  keyKind: KeyKind;
   destName: string;
   rung: Rung;
   cls: FindingClass;
   connections: number;
   resolutions: number;
-  behaviors: Set<string>;
-  addressCounts: Map<string, number>;
+  behaviors: LazySet;
+  /** Connections per address: the first address inline, a Map once there is a second. */
+  firstAddress: string;
+  firstAddressCount: number;
+  addressCounts: Map<string, number> | null;
+  /** Filled when the row is assembled. */
+  destIP: string;
+  group: number;
 }
 
 interface GovernedIndex {
@@ -115,28 +128,41 @@ function eventCount(raw: number): number {
   return Number.isFinite(raw) && raw >= 1 ? Math.floor(raw) : 1;
 }
 
-function addBehavior(agg: { lastBehavior: string; behaviors: Set<string> }, behavior: string): void {
-  if (behavior === agg.lastBehavior || behavior === '') return;
-  agg.behaviors.add(behavior);
-  agg.lastBehavior = behavior;
-}
-
 function factsUsable(facts: ClusterFacts | null, nowUnix: number): boolean {
   return facts !== null && facts.complete && nowUnix - facts.fetchedAtUnix <= CLUSTER_FACTS_MAX_AGE_SECONDS;
 }
+
+/**
+ * Identity ids lower-cased and egress hosts normalized, memoised across calls (a day of calls has a few thousand
+ * distinct ones); dropped whole when they outgrow their bound.
+ */
+const lowerCased = new Map<string, string>();
+const normalizedHosts = new Map<string, string>();
+const MAX_CALL_MEMO = 100_000;
+
+function memo(map: Map<string, string>, raw: string, compute: (raw: string) => string): string {
+  let value = map.get(raw);
+  if (value === undefined) {
+    if (map.size >= MAX_CALL_MEMO) map.clear();
+    map.set(raw, (value = compute(raw)));
+  }
+  return value;
+}
+
+const toLower = (s: string): string => s.toLowerCase();
 
 function indexGovernedCalls(calls: readonly GovernedCall[], start: number, end: number): GovernedIndex {
   const byIdentity = new Map<string, { total: number; egressHosts: Map<string, number> }>();
   for (const call of calls) {
     if (call.atUnix < start || call.atUnix > end || !call.identityId) continue;
-    const id = call.identityId.toLowerCase();
+    const id = memo(lowerCased, call.identityId, toLower);
     let entry = byIdentity.get(id);
     if (!entry) byIdentity.set(id, (entry = { total: 0, egressHosts: new Map() }));
     // A caller may pass calls already summed per (type, identity, host): the store aggregates them in SQL.
     const calls = call.count === undefined ? 1 : eventCount(call.count);
     entry.total += calls;
     if (call.type === 'egress' && call.host) {
-      const host = normalizeHost(call.host);
+      const host = memo(normalizedHosts, call.host, normalizeHost);
       entry.egressHosts.set(host, (entry.egressHosts.get(host) ?? 0) + calls);
     }
   }
@@ -151,145 +177,126 @@ export function joinIdentityId(namespace: string, name: string): string {
   return `${namespace}/${name}`.toLowerCase();
 }
 
-class Reconciler {
-  private readonly index: FactsIndex;
-  private readonly nameCache = new Map<string, string>();
-  private readonly classCache = new Map<string, NameClass>();
-  private readonly candidateCache = new Map<string, string[]>();
-  private readonly addressCache = new Map<string, AddressClass>();
-  private readonly pods = new Map<string, Map<string, PodSlot>>();
+/** A class with the stand-down's reason, one object per (kind, reason). */
+const windowClasses = new Map<string, FindingClass>();
+function windowClass(kind: FindingClass['kind'], reason: WindowSuppressReason): FindingClass {
+  const key = `${kind}\u0000${reason}`;
+  let cls = windowClasses.get(key);
+  if (cls === undefined) windowClasses.set(key, (cls = { kind, suppressReason: reason }));
+  return cls;
+}
+
+/** An unknown external address with no name: still a real, counted finding. */
+const UNNAMED_EXTERNAL: FindingClass = { kind: 'provider', suppressReason: '' };
+const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external: false, unattributed: '' };
+
+class Reconciler implements AskedNames {
+  private readonly pods = new Map<string, Map<string, PodBucket | null>>();
   private readonly workloads = new Map<string, WorkloadBucket>();
+  /** External addresses connected to, cluster-wide (egress-NAT detection). */
+  private readonly connected = new Set<string>();
+  // The workload being assembled (pass 2): its destinations and, when a fold needs it, the names it asked as is.
+  private current: WorkloadBucket | null = null;
+  private bare: Set<string> | null = null;
+  private names: Map<string, DestinationAggregate> | null = null;
+  private variants: Map<string, DestinationAggregate> | null = null;
+  private windowed: Map<string, DestinationAggregate> | null = null;
 
-  constructor(facts: ClusterFacts) {
-    this.index = buildFactsIndex(facts);
-  }
+  constructor(private readonly c: Classifier) {}
 
-  normalize(raw: string): string {
-    let name = this.nameCache.get(raw);
-    if (name === undefined) this.nameCache.set(raw, (name = normalizeHostname(raw)));
-    return name;
-  }
+  // The last observation's pod: observations usually come pod by pod (ObservationIndex.aggregate), so most find
+  // their pod with three string comparisons.
+  private lastNamespace = '';
+  private lastPodName = '';
+  private lastPodIP = '';
+  private lastBucket: PodBucket | null | undefined = undefined;
 
-  nameClass(name: string): NameClass {
-    let cls = this.classCache.get(name);
-    if (cls === undefined) this.classCache.set(name, (cls = classifyName(name, this.index)));
-    return cls;
-  }
-
-  candidates(name: string): string[] {
-    let out = this.candidateCache.get(name);
-    if (out === undefined) this.candidateCache.set(name, (out = expansionCandidates(name, this.index)));
-    return out;
-  }
-
-  private resolvePod(namespace: string, podName: string, podIP: string): PodSlot {
-    const index = this.index;
-    const pod = podName !== '' ? index.podsByName.get(namespace)?.get(podName) : (index.podsByIp.get(podIP) ?? undefined);
-    const name = pod?.name ?? (podName !== '' ? podName : podIP);
-    if (index.selfPodNames.has(`${namespace}/${name}`)) return null;
-    if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
-    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
-    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
-    let workload = this.workloads.get(ref.workloadKey);
-    if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
-    const bucket: PodBucket = { dns: new Map(), network: new Map() };
-    workload.pods.push(bucket);
+  private podBucket(namespace: string, podName: string, podIP: string): PodBucket | null {
+    if (this.lastBucket !== undefined && namespace === this.lastNamespace && podName === this.lastPodName && podIP === this.lastPodIP) {
+      return this.lastBucket;
+    }
+    const bucket = this.findPodBucket(namespace, podName, podIP);
+    this.lastNamespace = namespace;
+    this.lastPodName = podName;
+    this.lastPodIP = podIP;
+    this.lastBucket = bucket;
     return bucket;
   }
 
-  /** Pass 1: one map lookup chain per observation; everything else works on the aggregates. */
+  private findPodBucket(namespace: string, podName: string, podIP: string): PodBucket | null {
+    let inNamespace = this.pods.get(namespace);
+    if (!inNamespace) this.pods.set(namespace, (inNamespace = new Map()));
+    const podKey = podName !== '' ? podName : `ip:${podIP}`;
+    let bucket = inNamespace.get(podKey);
+    if (bucket === undefined) {
+      const ref = this.c.pod(namespace, podName, podIP, podKey);
+      bucket = null;
+      if (ref !== null) {
+        let workload = this.workloads.get(ref.workloadKey);
+        if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+        bucket = { dns: [], names: [], network: [], addresses: [], sensorNames: [], external: false };
+        workload.pods.push(bucket);
+      }
+      inNamespace.set(podKey, bucket);
+    }
+    return bucket;
+  }
+
+  /** Pass 1: each observation in the window to its pod, its name or address classified (memoised lookups). */
   ingest(observations: readonly Observation[], start: number, end: number): void {
-    for (const o of observations) {
+    const c = this.c;
+    for (let i = 0; i < observations.length; i++) {
+      const o = observations[i]!;
       const family = o.family;
       if (family !== 'dns' && family !== 'network') continue;
       if (!(o.observedAt >= start && o.observedAt <= end)) continue;
-      let inNamespace = this.pods.get(o.namespace);
-      if (!inNamespace) this.pods.set(o.namespace, (inNamespace = new Map()));
-      const podKey = o.podName !== '' ? o.podName : `ip:${o.podIP}`;
-      let slot = inNamespace.get(podKey);
-      if (slot === undefined) inNamespace.set(podKey, (slot = this.resolvePod(o.namespace, o.podName, o.podIP)));
-      if (slot === null) continue;
-      const count = eventCount(o.count);
+      // The pod first: its workload gets a row for any observation, even one that names nothing.
+      const pod = this.podBucket(o.namespace, o.podName, o.podIP);
+      if (pod === null) continue;
       if (family === 'dns') {
-        let agg = slot.dns.get(o.destName);
-        if (!agg) slot.dns.set(o.destName, (agg = { count: 0, lastBehavior: '', behaviors: new Set(), lastAnswer: '', answers: new Set() }));
-        agg.count += count;
-        addBehavior(agg, o.behavior);
-        if (o.destIP !== '' && o.destIP !== agg.lastAnswer) {
-          agg.answers.add(o.destIP);
-          agg.lastAnswer = o.destIP;
-        }
+        pod.dns.push(o);
+        pod.names.push(c.raw(o.destName));
       } else {
-        if (o.destIP === '' && o.destName === '') continue;
-        const key = o.destName === '' ? o.destIP : `${o.destIP}\u0000${o.destName}`;
-        let agg = slot.network.get(key);
-        if (!agg) slot.network.set(key, (agg = { ip: o.destIP, sensorName: o.destName, count: 0, lastBehavior: '', behaviors: new Set() }));
-        agg.count += count;
-        addBehavior(agg, o.behavior);
+        const ip = o.destIP;
+        if (ip === '' && o.destName === '') continue;
+        const address = ip === '' ? NO_ADDRESS : c.address(ip);
+        pod.network.push(o);
+        pod.addresses.push(address);
+        pod.sensorNames.push(c.raw(o.destName));
+        if (address.external) {
+          this.connected.add(ip);
+          pod.external = true;
+        }
       }
     }
-  }
-
-  addressClass(ip: string): AddressClass {
-    let cls = this.addressCache.get(ip);
-    if (cls === undefined) this.addressCache.set(ip, (cls = classifyAddress(ip, this.index)));
-    return cls;
-  }
-
-  private isExternal(ip: string): boolean {
-    return ip !== '' && this.addressClass(ip).cls === undefined;
   }
 
   /** The egress-NAT auto-detect (see the constants above); returns the prose details when it fires. */
   detectEgressNat(): string | null {
+    const connected = this.connected;
+    // Decided by the connections alone in the common case: the rest of the test is asked only when they look like NAT.
+    if (connected.size === 0 || connected.size > EGRESS_NAT_MAX_TRANSLATED_ADDRESSES) return null;
     const answered = new Set<string>();
-    const connected = new Set<string>();
     const resolvedNames = new Set<string>();
     for (const workload of this.workloads.values()) {
       for (const pod of workload.pods) {
-        let external = false;
-        for (const agg of pod.network.values()) {
-          if (this.isExternal(agg.ip)) {
-            connected.add(agg.ip);
-            external = true;
-          }
-        }
-        for (const [raw, agg] of pod.dns) {
-          for (const ip of agg.answers) answered.add(ip);
-          if (!external) continue;
-          const name = this.normalize(raw);
-          const cls = this.nameClass(name);
+        for (let i = 0; i < pod.dns.length; i++) {
+          const ip = pod.dns[i]!.destIP;
+          if (ip === '') continue;
+          answered.add(ip);
+          if (!pod.external) continue;
+          const info = pod.names[i]!;
+          const cls = info.cls;
           if (cls !== NOT_A_FINDING && cls.kind !== 'provider' && cls.kind !== 'infra') continue;
-          if (!isPublicLookingName(name, this.index)) continue;
-          for (const ip of agg.answers) {
-            if (this.isExternal(ip)) {
-              resolvedNames.add(name);
-              break;
-            }
-          }
+          if (!this.c.isPublicLooking(info)) continue;
+          if (this.c.address(ip).external) resolvedNames.add(info.name);
         }
       }
     }
-    if (connected.size === 0 || connected.size > EGRESS_NAT_MAX_TRANSLATED_ADDRESSES) return null;
     if (resolvedNames.size < EGRESS_NAT_MIN_RESOLVED_NAMES) return null;
     for (const ip of connected) if (answered.has(ip)) return null;
     const addresses = [...connected].sort().join(', ');
     return `pods resolved ${resolvedNames.size} distinct external names, yet every external connection went to ${addresses}, which no DNS answer gave`;
-  }
-
-  /** The class a DNS question gets once search-domain expansions are folded onto their real name. */
-  private foldedClass(name: string, bare: ReadonlySet<string>): { destName: string; cls: NameClass; variant: boolean } {
-    for (const real of this.candidates(name)) {
-      const realClass = this.nameClass(real);
-      // Only an external real name can have been expanded; `<svc>.<ns>.svc.<domain>` is a lookup of its own.
-      if (realClass !== NOT_A_FINDING && realClass.kind !== 'provider' && realClass.kind !== 'infra') continue;
-      // A catalogued name is recognised outright; any other one only when the workload also asked it as is.
-      if (realClass === NOT_A_FINDING && !bare.has(real)) continue;
-      // The expansion of a name that is not a finding is noise of that name: not a finding either.
-      if (realClass === NOT_A_FINDING) return { destName: real, cls: NOT_A_FINDING, variant: true };
-      return { destName: real, cls: { kind: 'internal', suppressReason: 'search-domain-expansion' }, variant: true };
-    }
-    return { destName: name, cls: this.nameClass(name), variant: false };
   }
 
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
@@ -304,66 +311,109 @@ class Reconciler {
     return rows;
   }
 
+  /**
+   * The names the current workload asked as is (normalized DNS questions of all its pods). A method, not a closure
+   * per reconciliation: the optimised `fold` keeps calling one target.
+   */
+  bareNames(): ReadonlySet<string> {
+    if (this.bare === null) {
+      this.bare = new Set<string>();
+      for (const pod of this.current!.pods) for (const info of pod.names) this.bare.add(info.name);
+    }
+    return this.bare;
+  }
+
+  private record(keyKind: KeyKind, destName: string, rung: Rung, cls: FindingClass, connections: number, resolutions: number, behavior: string, ip: string): void {
+    const map: Map<string, DestinationAggregate> =
+      keyKind === KEY_NAME ? (this.names ??= new Map()) : keyKind === KEY_VARIANT ? (this.variants ??= new Map()) : (this.windowed ??= new Map());
+    let dest = map.get(destName);
+    if (!dest) {
+      dest = {
+        keyKind,
+        destName,
+        rung,
+        cls,
+        connections: 0,
+        resolutions: 0,
+        behaviors: { first: '', more: null },
+        firstAddress: '',
+        firstAddressCount: 0,
+        addressCounts: null,
+        destIP: '',
+        group: 0,
+      };
+      map.set(destName, dest);
+    } else if (rung !== dest.rung || cls !== dest.cls) {
+      if (RUNG_CONFIDENCE[rung] > RUNG_CONFIDENCE[dest.rung] || (rung === dest.rung && classOutranks(cls, dest.cls))) {
+        // Resolution only upgrades: the most confident identity seen in the window decides.
+        dest.rung = rung;
+        dest.cls = cls;
+      }
+    }
+    dest.connections += connections;
+    dest.resolutions += resolutions;
+    lazyAdd(dest.behaviors, behavior);
+    if (ip !== '' && connections > 0) {
+      if (dest.addressCounts !== null) dest.addressCounts.set(ip, (dest.addressCounts.get(ip) ?? 0) + connections);
+      else if (dest.firstAddress === '' || dest.firstAddress === ip) {
+        dest.firstAddress = ip;
+        dest.firstAddressCount += connections;
+      } else {
+        dest.addressCounts = new Map([
+          [dest.firstAddress, dest.firstAddressCount],
+          [ip, connections],
+        ]);
+      }
+    }
+  }
+
   private buildRow(
     workload: WorkloadBucket,
     governed: GovernedIndex,
     egressPlaneEnabled: boolean,
     windowReason: WindowSuppressReason | null,
   ): ReconciliationRow {
-    const destinations = new Map<string, DestinationAggregate>();
-    const record = (
-      key: string,
-      destName: string,
-      rung: Rung,
-      cls: FindingClass,
-      connections: number,
-      resolutions: number,
-      behaviors: ReadonlySet<string>,
-      ip: string,
-    ): void => {
-      let dest = destinations.get(key);
-      if (!dest) {
-        dest = { key, destName, rung, cls, connections: 0, resolutions: 0, behaviors: new Set(), addressCounts: new Map() };
-        destinations.set(key, dest);
-      } else if (RUNG_CONFIDENCE[rung] > RUNG_CONFIDENCE[dest.rung] || (rung === dest.rung && classOutranks(cls, dest.cls))) {
-        // Resolution only upgrades: the most confident identity seen in the window decides.
-        dest.rung = rung;
-        dest.cls = cls;
-      }
-      dest.connections += connections;
-      dest.resolutions += resolutions;
-      for (const behavior of behaviors) dest.behaviors.add(behavior);
-      if (ip !== '' && connections > 0) dest.addressCounts.set(ip, (dest.addressCounts.get(ip) ?? 0) + connections);
-    };
-
-    const bare = new Set<string>();
-    for (const pod of workload.pods) for (const raw of pod.dns.keys()) bare.add(this.normalize(raw));
+    this.current = workload;
+    this.bare = null;
+    this.names = null;
+    this.variants = null;
+    this.windowed = null;
+    const c = this.c;
 
     // Address -> the name a DNS answer gave it: the pod's own answers first, then any pod of the same
     // workload, so that a replica reusing an address it resolved before the window (DNS caching) does not
     // turn one destination into two.
-    const podAnswers = workload.pods.map((pod) => this.answerNames(pod, bare));
-    const workloadAnswers = new Map<string, string>();
-    for (const answers of podAnswers) {
-      for (const [ip, name] of answers) {
-        const current = workloadAnswers.get(ip);
-        if (current === undefined || this.preferName(name, current)) workloadAnswers.set(ip, name);
+    const pods = workload.pods;
+    const podAnswers = pods.map((pod) => this.answerNames(pod));
+    let workloadAnswers: Map<string, NameInfo>;
+    if (podAnswers.length === 1) {
+      workloadAnswers = podAnswers[0]!;
+    } else {
+      workloadAnswers = new Map();
+      for (const answers of podAnswers) {
+        for (const [ip, name] of answers) {
+          const current = workloadAnswers.get(ip);
+          if (current === undefined || preferName(name, current)) workloadAnswers.set(ip, name);
+        }
       }
     }
 
-    for (const [podIndex, pod] of workload.pods.entries()) {
+    for (let podIndex = 0; podIndex < pods.length; podIndex++) {
+      const pod = pods[podIndex]!;
       const answerNames = podAnswers[podIndex]!;
-      for (const [raw, agg] of pod.dns) {
-        const name = this.normalize(raw);
-        if (name === '') continue;
-        const folded = this.foldedClass(name, bare);
+      for (let i = 0; i < pod.dns.length; i++) {
+        const info = pod.names[i]!;
+        if (info.name === '') continue;
+        const folded = c.fold(info, this);
         if (folded.cls === NOT_A_FINDING) continue;
-        const key = folded.variant ? `variant\u0000${folded.destName}` : `name\u0000${folded.destName}`;
-        record(key, folded.destName, 'R0', folded.cls, 0, agg.count, agg.behaviors, '');
+        const o = pod.dns[i]!;
+        this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', folded.cls, 0, eventCount(o.count), o.behavior, '');
       }
 
-      for (const agg of pod.network.values()) {
-        const address: AddressClass = agg.ip === '' ? { factsName: undefined, cls: undefined } : this.addressClass(agg.ip);
+      for (let i = 0; i < pod.network.length; i++) {
+        const o = pod.network[i]!;
+        const ip = o.destIP;
+        const address = pod.addresses[i]!;
         let destName: string;
         let rung: Rung;
         let cls: FindingClass;
@@ -372,9 +422,9 @@ class Reconciler {
           rung = 'R2';
           cls = address.cls;
         } else {
-          const sensorName = this.normalize(agg.sensorName);
-          let name = sensorName !== '' ? sensorName : (answerNames.get(agg.ip) ?? workloadAnswers.get(agg.ip));
-          let nameClass = name === undefined ? NOT_A_FINDING : this.nameClass(name);
+          const sensorName = pod.sensorNames[i]!;
+          let name: NameInfo | undefined = sensorName.name !== '' ? sensorName : (answerNames.get(ip) ?? workloadAnswers.get(ip));
+          let nameClass = name === undefined ? NOT_A_FINDING : name.cls;
           // A special address (IMDS, link-local, NodeLocal DNS) keeps its own class, and takes a name only
           // when the name is of the same kind: a provider name answered for 169.254.169.254 must not turn
           // a metadata request into a counted finding, nor hide one.
@@ -383,58 +433,42 @@ class Reconciler {
             nameClass = NOT_A_FINDING;
           }
           if (name !== undefined) {
-            destName = name;
+            destName = name.name;
             rung = 'R0';
             if (address.cls) cls = address.cls;
             else if (nameClass === NOT_A_FINDING) continue;
             else cls = nameClass;
           } else {
-            if (agg.ip === '') continue;
-            destName = unattributedName(agg.ip);
+            if (ip === '') continue;
+            destName = address.unattributed;
             rung = 'R6';
             // No identity: an external address is still a real, counted finding.
-            cls = address.cls ?? { kind: 'provider', suppressReason: '' };
+            cls = address.cls ?? UNNAMED_EXTERNAL;
           }
         }
         if (windowReason !== null && cls.kind !== 'imds') {
           // A thinner window, not a cleaner one: connection evidence stays listed, suppressed, apart from
           // the DNS evidence of the same name, which the stand-down does not touch.
-          record(`window\u0000${destName}`, destName, rung, { kind: cls.kind, suppressReason: windowReason }, agg.count, 0, agg.behaviors, agg.ip);
+          this.record(KEY_WINDOW, destName, rung, windowClass(cls.kind, windowReason), eventCount(o.count), 0, o.behavior, ip);
         } else {
-          record(`name\u0000${destName}`, destName, rung, cls, agg.count, 0, agg.behaviors, agg.ip);
+          this.record(KEY_NAME, destName, rung, cls, eventCount(o.count), 0, o.behavior, ip);
         }
       }
     }
 
     const ref = workload.ref;
     const joined = governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name));
-    const out: Destination[] = [];
+    const aggregates: DestinationAggregate[] = [];
+    const maps: Array<Map<string, DestinationAggregate> | null> = [this.names, this.variants, this.windowed];
+    for (const map of maps) if (map !== null) for (const dest of map.values()) aggregates.push(dest);
     let bypassedDestinations = 0;
     let m = 0;
     let unsuppressed = 0;
     let unsuppressedConnectionBacked = 0;
-    const sortKeys = new Map<Destination, DestinationAggregate>();
-    for (const dest of destinations.values()) {
-      const destIP = pickAddress(dest.addressCounts);
-      const suppressed = dest.cls.suppressReason !== '';
-      let governedCalls = 0;
-      if (egressPlaneEnabled && joined) {
-        governedCalls = (joined.egressHosts.get(dest.destName) ?? 0) + (destIP !== '' ? (joined.egressHosts.get(destIP) ?? 0) : 0);
-      }
-      const destination: Destination = {
-        destName: dest.destName,
-        destIP,
-        source: dest.connections > 0 ? 'network' : 'dns',
-        behaviors: [...dest.behaviors].sort(),
-        count: dest.connections > 0 ? dest.connections : dest.resolutions,
-        governedCalls,
-        rung: dest.rung,
-        confidence: RUNG_CONFIDENCE[dest.rung],
-        kind: dest.cls.kind,
-        suppressed,
-        suppressReason: dest.cls.suppressReason,
-      };
-      if (!suppressed) {
+    for (const dest of aggregates) {
+      dest.destIP = dest.addressCounts !== null ? pickAddress(dest.addressCounts) : dest.firstAddress;
+      dest.group = destinationGroup(dest.cls);
+      if (dest.cls.suppressReason === '') {
         unsuppressed += 1;
         if (dest.connections > 0) unsuppressedConnectionBacked += 1;
         if (dest.cls.kind === 'provider') {
@@ -442,10 +476,32 @@ class Reconciler {
           m += dest.connections + dest.resolutions;
         }
       }
-      out.push(destination);
-      sortKeys.set(destination, dest);
     }
-    out.sort((a, b) => compareDestinations(a, b, sortKeys.get(a)!, sortKeys.get(b)!));
+    if (aggregates.length > 1) aggregates.sort(compareDestinations);
+    const out: Destination[] = new Array(aggregates.length);
+    for (let i = 0; i < aggregates.length; i++) {
+      const dest = aggregates[i]!;
+      const destIP = dest.destIP;
+      let governedCalls = 0;
+      if (egressPlaneEnabled && joined) {
+        governedCalls = (joined.egressHosts.get(dest.destName) ?? 0) + (destIP !== '' ? (joined.egressHosts.get(destIP) ?? 0) : 0);
+      }
+      out[i] = {
+        destName: dest.destName,
+        destIP,
+        source: dest.connections > 0 ? 'network' : 'dns',
+        behaviors: lazyValues(dest.behaviors),
+        count: dest.connections > 0 ? dest.connections : dest.resolutions,
+        governedCalls,
+        rung: dest.rung,
+        confidence: RUNG_CONFIDENCE[dest.rung],
+        kind: dest.cls.kind,
+        suppressed: dest.cls.suppressReason !== '',
+        suppressReason: dest.cls.suppressReason,
+      };
+    }
+    this.current = null;
+    this.bare = null;
 
     return {
       workloadKey: ref.workloadKey,
@@ -464,31 +520,27 @@ class Reconciler {
   }
 
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
-  private answerNames(pod: PodBucket, bare: ReadonlySet<string>): Map<string, string> {
-    const answers = new Map<string, string>();
-    for (const [raw, agg] of pod.dns) {
-      if (agg.answers.size === 0) continue;
-      const name = this.normalize(raw);
-      if (name === '') continue;
-      const folded = this.foldedClass(name, bare);
+  private answerNames(pod: PodBucket): Map<string, NameInfo> {
+    const answers = new Map<string, NameInfo>();
+    for (let i = 0; i < pod.dns.length; i++) {
+      const ip = pod.dns[i]!.destIP;
+      if (ip === '') continue;
+      const info = pod.names[i]!;
+      if (info.name === '') continue;
+      const current = answers.get(ip);
+      if (current === info) continue;
+      const folded = this.c.fold(info, this);
       if (folded.variant || folded.cls?.suppressReason === 'reverse-dns') continue;
-      for (const ip of agg.answers) {
-        const current = answers.get(ip);
-        if (current === undefined || this.preferName(name, current)) answers.set(ip, name);
-      }
+      if (current === undefined || preferName(info, current)) answers.set(ip, info);
     }
     return answers;
   }
+}
 
-  /** Several names answered the same address: a provider name wins (it is the one that must not be missed). */
-  private preferName(candidate: string, current: string): boolean {
-    const rank = (name: string): number => {
-      const cls = this.nameClass(name);
-      return cls === NOT_A_FINDING ? 2 : cls.kind === 'provider' ? 0 : 1;
-    };
-    const byRank = rank(candidate) - rank(current);
-    return byRank !== 0 ? byRank < 0 : candidate < current;
-  }
+/** Several names answered the same address: a provider name wins (it is the one that must not be missed), then the smallest. */
+function preferName(candidate: NameInfo, current: NameInfo): boolean {
+  const byRank = candidate.rank - current.rank;
+  return byRank !== 0 ? byRank < 0 : candidate.name < current.name;
 }
 
 const KIND_ORDER: Readonly<Record<FindingClass['kind'], number>> = { provider: 0, imds: 1, infra: 2, internal: 3 };
@@ -518,24 +570,25 @@ function pickAddress(counts: ReadonlyMap<string, number>): string {
   return best;
 }
 
-function destinationGroup(d: Destination): number {
-  if (!d.suppressed) return d.kind === 'provider' ? 0 : 1;
-  return d.kind === 'provider' ? 2 : d.kind === 'infra' ? 3 : 4;
+function destinationGroup(cls: FindingClass): number {
+  if (cls.suppressReason === '') return cls.kind === 'provider' ? 0 : 1;
+  return cls.kind === 'provider' ? 2 : cls.kind === 'infra' ? 3 : 4;
 }
 
 /**
  * Counted findings first, then IMDS, then suppressed entries (providers suppressed by a window
  * stand-down, infrastructure, internal); within a group connection-backed before DNS-only, then the
- * busiest, then by name.
+ * busiest, then by identity (its kind, then its name).
  */
-function compareDestinations(a: Destination, b: Destination, aggA: DestinationAggregate, aggB: DestinationAggregate): number {
-  const byGroup = destinationGroup(a) - destinationGroup(b);
+function compareDestinations(a: DestinationAggregate, b: DestinationAggregate): number {
+  const byGroup = a.group - b.group;
   if (byGroup !== 0) return byGroup;
-  const bySource = (a.source === 'network' ? 0 : 1) - (b.source === 'network' ? 0 : 1);
+  const bySource = (a.connections > 0 ? 0 : 1) - (b.connections > 0 ? 0 : 1);
   if (bySource !== 0) return bySource;
-  const byEvents = aggB.connections + aggB.resolutions - (aggA.connections + aggA.resolutions);
+  const byEvents = b.connections + b.resolutions - (a.connections + a.resolutions);
   if (byEvents !== 0) return byEvents;
-  return aggA.key < aggB.key ? -1 : aggA.key > aggB.key ? 1 : 0;
+  if (a.keyKind !== b.keyKind) return a.keyKind - b.keyKind;
+  return a.destName < b.destName ? -1 : a.destName > b.destName ? 1 : 0;
 }
 
 function describeStandDown(reason: WindowSuppressReason, facts: ClusterFacts | null, nowUnix: number, natDetail: string): string {
@@ -571,11 +624,14 @@ export function emptyClusterFacts(): ClusterFacts {
   };
 }
 
+/** Facts for `facts: null`: one snapshot, so that its classifier is kept too. */
+const NO_FACTS: ClusterFacts = emptyClusterFacts();
+
 /** The reconciliation of one window. Pure: the same input gives the same output, whatever the order of events. */
 export function reconcile(input: ReconcileInput): ReconciliationResult {
   const { windowStartUnix, windowEndUnix } = input.window;
   const usable = factsUsable(input.facts, input.nowUnix);
-  const reconciler = new Reconciler(input.facts ?? emptyClusterFacts());
+  const reconciler = new Reconciler(classifierFor(input.facts ?? NO_FACTS));
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
 
   let windowReason: WindowSuppressReason | null = null;
