@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, startChild, startServer, stealMs } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startChild, startServer, stealMs } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
 import {
@@ -202,7 +202,7 @@ function measuredRecord(name: TargetName, caveats: string[] = [], notes: string[
 async function startReins(name: 'reins' | 'reins-pg', upstream: string, databaseUrl: string | null, children: Child[]): Promise<Running> {
   const admin = randomBytes(24).toString('hex');
   const diag = args.diagnose ? new DiagChannel() : undefined;
-  const s = await startServer(name, [...TSX, join(HERE, 'reins-server.ts'), upstream, admin, ...(databaseUrl ? [databaseUrl] : [])], {
+  const s = await startServer(name, [...REINS_NODE_FLAGS, ...TSX, join(HERE, 'reins-server.ts'), upstream, admin, ...(databaseUrl ? [databaseUrl] : [])], {
     cpu: CPU.gateway,
     ...(diag ? { env: DIAG_ENV, onLine: diag.onLine } : {}),
   });

@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
-import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, startServer, stealMs } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs } from '../gateway-overhead/processes.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { MCP_SERVER_NAME, TLS_DIR, type EgressTarget, type McpTarget } from './payloads.js';
@@ -402,7 +402,7 @@ async function main(): Promise<number> {
         }
         const token = randomBytes(24).toString('hex');
         let egressUrl = '';
-        const s = await startServer(name, [...TSX, join(HERE, 'reins-server.ts'), mcpUpstream.url, token, ...(databaseUrl ? [databaseUrl] : [])], {
+        const s = await startServer(name, [...REINS_NODE_FLAGS, ...TSX, join(HERE, 'reins-server.ts'), mcpUpstream.url, token, ...(databaseUrl ? [databaseUrl] : [])], {
           cpu: CPU.gateway,
           onLine: (line) => {
             if (line.startsWith('{"egress":')) egressUrl = (JSON.parse(line) as { egress: string }).egress;

@@ -23,7 +23,7 @@ import { Pool } from 'undici';
 import { startFakeKubeApi } from '../../test/fakes/fake-kube-api.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { summarize, type LatencySummary } from '../gateway-overhead/load.js';
-import { type Child, delay, processCpuMs, startServer } from '../gateway-overhead/processes.js';
+import { type Child, delay, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
 import { buildModel, NAMESPACES, PODS_PER_WORKLOAD, reportBody, rng, seedKube, WORKLOADS_PER_NAMESPACE } from './cluster-model.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   const startReins = async (): Promise<{ child: Child; url: string; readyMs: number }> => {
     const t0 = performance.now();
-    const started = await startServer('reins', ['--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
+    const started = await startServer('reins', [...REINS_NODE_FLAGS, '--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
       env: { ...process.env, KUBECONFIG: kubeApi.kubeconfigPath, ...(NODE_OPTIONS ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${NODE_OPTIONS}`.trim() } : {}) },
     });
     children.push(started.child);
