@@ -270,9 +270,16 @@ export interface RequestFilter {
 export async function listRequests(q: Queryable, caller: Caller, filter: RequestFilter): Promise<AccessRequest[]> {
   const where: string[] = [];
   const params: unknown[] = [];
-  // Developers see their own requests only, whatever they ask for.
-  const requester = isAdminOrViewer(caller) ? filter.requester : caller.kind === 'developer' ? caller.identityId : '';
-  if (requester) where.push(`requester = $${params.push(requester)}`);
+  if (isAdminOrViewer(caller)) {
+    if (filter.requester) where.push(`requester = $${params.push(filter.requester)}`);
+  } else {
+    // Developers see their own requests, and those naming them as a required approver (they co-sign whatever their
+    // role, spec rule 8), whatever else they ask for; `requester` narrows within that.
+    const me = caller.kind === 'developer' ? caller.identityId : '';
+    const at = params.push(me);
+    where.push(`(requester = $${at} OR $${at} = ANY(required_approvers))`);
+    if (filter.requester) where.push(`requester = $${params.push(filter.requester)}`);
+  }
   if (filter.state) where.push(`state = $${params.push(filter.state)}`);
   if (filter.type) where.push(`type = $${params.push(filter.type)}`);
   const r = await q.query<RequestRow>(

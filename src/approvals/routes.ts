@@ -105,7 +105,7 @@ export function registerApprovalRoutes(app: FastifyInstance, db: Db): void {
     config: { access: ANY_DEVELOPER },
     schema: {
       tags: ['approvals'],
-      summary: 'Requests, newest first (admins and viewers: all; developers: their own)',
+      summary: 'Requests, newest first (admins and viewers: all; developers: their own and those naming them as a required approver)',
       querystring: Type.Object({ state: Type.Optional(RequestStateT), type: Type.Optional(RequestTypeT), requester: Type.Optional(Type.String({ maxLength: 317 })) }, { additionalProperties: false }),
       response: responses({ 200: Type.Object({ items: Type.Array(AccessRequestT) }) }, ...AUTH_ERRORS),
     },

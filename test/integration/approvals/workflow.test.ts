@@ -98,6 +98,10 @@ describeEachStore('approvals workflow', ({ store }) => {
     assert.equal(escalated.body.request.state, 'under_review');
     assert.equal(escalated.body.grant.state, 'active');
     await opus();
+    // A developer named as a co-signer finds the request in their own list (and only requests that name them).
+    const listed = (await cosigner.get('/api/v1/access-requests?state=under_review')).body.items;
+    assert.deepEqual(listed.map((r: any) => r.id), [req.id]);
+    assert.equal((await cosigner.get(`/api/v1/access-requests?requester=${encodeURIComponent('eng/erin')}`)).body.items.length, 1);
     assert.equal((await viewer.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' })).status, 403, 'not a named approver');
     const forOther = await cosigner.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve', approver: 'sec/olga' });
     assert.equal(forOther.status, 403);
