@@ -179,7 +179,9 @@ export class LlmGateway<C = GatewayCaller> {
       if (reported) return;
       reported = true;
       try {
-        deps.hooks.completed(call, { ...result, durationMs: performance.now() - started });
+        // Object.assign, not `{ ...result, durationMs }`: a property added after a leading spread takes V8's slow path
+        // on Node 20 (see plane-governance.ts record()).
+        deps.hooks.completed(call, Object.assign({}, result, { durationMs: performance.now() - started }) as CallResult);
       } catch (err) {
         this.log.error({ err }, 'gateway completed hook threw');
       }
