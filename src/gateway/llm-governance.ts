@@ -16,8 +16,8 @@ import { evaluate, preparePolicyObject } from '../policy/engine.js';
 import { createPolicyObject, type AutonomyTier } from '../policy/policy-object.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import type { Db } from '../store/db.js';
+import { DecisionMemo } from './decision-memo.js';
 import { callerActor, callerSections, callerSubject, resolveCaller, type CallerSections, type GovernedCaller } from './caller.js';
-import type { CompiledPolicy } from '../policy/compile-policy.js';
 import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
 import { refusalMessage } from './llm/refusal.js';
@@ -116,56 +116,24 @@ function routeName(provider: string, route: string): string {
   return path.replace(/^\/v1\//, '').replace(/^\//, '');
 }
 
-/**
- * Policy decisions for LLM calls, memoised by the complete policy object. Policies are pure functions of the
- * object (CEL has no clock or I/O), so an identical object under the same compiled set gets the identical
- * decision; agents repeat the same call shape all session long. The memo is dropped whenever the policy set
- * is re-read, is bounded, and is skipped when a grant exempts the caller from something.
- */
-class DecisionMemo {
-  private memo = new Map<string, Decision>();
-  private forSet: readonly CompiledPolicy[] | null = null;
-
-  decide(
-    policies: readonly CompiledPolicy[],
-    sections: CallerSections,
-    caller: GovernedCaller,
-    llm: { provider: string; route: string; model: string; stream: boolean; maxTokens: number },
-    exempt: ReadonlySet<string>,
-  ): Decision {
-    const evaluateNow = () =>
-      evaluate(
-        policies,
-        preparePolicyObject(createPolicyObject({ request: { type: 'llm' }, agent: sections.agent, developer: sections.developer, session: sections.session, llm })),
-        { exemptPolicies: exempt },
-      );
-    if (exempt.size > 0) return evaluateNow();
-    if (policies !== this.forSet) {
-      this.memo = new Map();
-      this.forSet = policies;
-    }
-    // Every field the object is built from; namespace and name derive from the ids.
-    const key = [
-      sections.agent.autonomyTier,
-      caller.agentId,
-      caller.developer?.id ?? '',
-      caller.developer?.role ?? '',
-      caller.sessionId,
-      llm.provider,
-      llm.route,
-      llm.model,
-      llm.stream ? 1 : 0,
-      llm.maxTokens,
-    ].join('\u0000');
-    let decision = this.memo.get(key);
-    if (decision === undefined) {
-      decision = evaluateNow();
-      if (this.memo.size >= 50_000) this.memo = new Map();
-      this.memo.set(key, decision);
-    }
-    return decision;
-  }
+/** Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. */
+function llmMemoKey(sections: CallerSections, caller: GovernedCaller, llm: LlmSection, exempt: ReadonlySet<string>): string | null {
+  if (exempt.size > 0) return null;
+  return [
+    sections.agent.autonomyTier,
+    caller.agentId,
+    caller.developer?.id ?? '',
+    caller.developer?.role ?? '',
+    caller.sessionId,
+    llm.provider,
+    llm.route,
+    llm.model,
+    llm.stream ? 1 : 0,
+    llm.maxTokens,
+  ].join('\u0000');
 }
+
+type LlmSection = { provider: string; route: string; model: string; stream: boolean; maxTokens: number };
 
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   private readonly contexts = new WeakMap<LlmCall<GovernedCaller>, CallContext>();
@@ -215,7 +183,15 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       stream: call.stream,
       maxTokens: call.maxTokens ?? 0,
     };
-    const decision = this.decisions.decide(this.deps.policies.policies, sections, caller, llm, grants.exemptPolicies);
+    const policies = this.deps.policies.policies;
+    const exempt = grants.exemptPolicies;
+    const decision = this.decisions.decide(policies, llmMemoKey(sections, caller, llm, exempt), () =>
+      evaluate(
+        policies,
+        preparePolicyObject(createPolicyObject({ request: { type: 'llm' }, agent: sections.agent, developer: sections.developer, session: sections.session, llm })),
+        { exemptPolicies: exempt },
+      ),
+    );
     ctx.decision = decision;
     if (grants.exemptPolicies.size > 0) ctx.exempted = [...grants.exemptPolicies];
 

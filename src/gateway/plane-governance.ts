@@ -9,8 +9,8 @@ import type { TierCache } from '../identity/tier-cache.js';
 import type { Decision } from '../policy/decision.js';
 import { evaluate, preparePolicyObject } from '../policy/engine.js';
 import { canonicalHost, createPolicyObject, MCP_ANNOTATION_DEFAULTS, type AutonomyTier, type JsonValue, type ToolAnnotations } from '../policy/policy-object.js';
-import type { CompiledPolicy } from '../policy/compile-policy.js';
 import type { PolicySet } from '../policy/policy-set.js';
+import { DecisionMemo } from './decision-memo.js';
 import { callerActor, callerSections, callerSubject, callerTier, resolveCallerNow, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
@@ -75,43 +75,6 @@ export interface PlaneResult {
 
 /** The most characters of tool arguments a memoised decision is keyed by; larger arguments are evaluated each time. */
 const MEMO_ARGUMENTS_LIMIT = 2048;
-/** The memo is dropped when its keys reach this many characters in all (about 16 MB). */
-const MEMO_KEY_CHARACTERS = 8_000_000;
-
-/**
- * Policy decisions of the MCP and egress planes, memoised by the complete policy object, as the LLM gateway's
- * are (llm-governance.ts): policies are pure functions of the object (CEL has no clock or I/O), so an identical
- * object under the same compiled set gets the identical decision, and agents repeat the same tool call and the
- * same destination all session long. The memo is dropped whenever the policy set is re-read, is bounded, and is
- * skipped when a grant exempts the caller from something (grants are read on every call, never memoised).
- */
-class PlaneDecisionMemo {
-  private memo = new Map<string, Decision>();
-  private characters = 0;
-  private forSet: readonly CompiledPolicy[] | null = null;
-
-  /** The decision for `key` under `policies`; `evaluateNow` on a miss, and every time when `key` is null. */
-  decide(policies: readonly CompiledPolicy[], key: string | null, evaluateNow: () => Decision): Decision {
-    if (key === null) return evaluateNow();
-    if (policies !== this.forSet) {
-      this.memo = new Map();
-      this.characters = 0;
-      this.forSet = policies;
-    }
-    let decision = this.memo.get(key);
-    if (decision === undefined) {
-      decision = evaluateNow();
-      if (this.memo.size >= 50_000 || this.characters + key.length > MEMO_KEY_CHARACTERS) {
-        this.memo = new Map();
-        this.characters = 0;
-      }
-      this.memo.set(key, decision);
-      this.characters += key.length;
-    }
-    return decision;
-  }
-}
-
 /**
  * Every field the policy object is built from, in one string; namespace, name and level derive from the ids and
  * the tier, and MCP's undeclared hints from their defaults. Null when the call is not worth remembering: tool
@@ -149,7 +112,7 @@ function holdsNegativeZero(value: JsonValue): boolean {
 }
 
 export class PlaneGovernance {
-  private readonly decisions = new PlaneDecisionMemo();
+  private readonly decisions = new DecisionMemo();
 
   constructor(private readonly deps: PlaneGovernanceDeps) {}
 
