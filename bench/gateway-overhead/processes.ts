@@ -178,3 +178,31 @@ export class JobChild<Job, Result> {
     });
   }
 }
+
+/**
+ * What a benchmark's results say about where they were measured: the machine, Node and OpenSSL, the load before
+ * the run, the Reins commit (and whether src/ had uncommitted changes), and the given packages' versions.
+ */
+export function machineFacts(root: string, packages: string[]): Record<string, unknown> {
+  const cpus = os.cpus();
+  let commit = 'unknown';
+  let dirty = false;
+  try {
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: root, encoding: 'utf8' }).trim() !== '';
+  } catch {
+    // not a git checkout
+  }
+  return {
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    openssl: process.versions.openssl,
+    loadAverageAtStart: os.loadavg(),
+    reinsCommit: commit,
+    reinsSrcUncommittedChanges: dirty,
+    versions: Object.fromEntries(packages.map((name) => [name, packageVersion(root, name)])),
+  };
+}

@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startChild, startServer, stealMs } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
 import {
@@ -309,38 +309,11 @@ function warningsOf(r: RoundResult, target: string, scenario: Scenario): string[
 
 // ------------------------------------------------------------------ the run
 
-function machine(): Record<string, unknown> {
-  const cpus = os.cpus();
-  let commit = 'unknown';
-  let dirty = false;
-  try {
-    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
-  } catch {
-    // not a git checkout
-  }
-  return {
-    cpuModel: cpus[0]?.model ?? 'unknown',
-    cores: cpus.length,
-    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-    kernel: `${os.type()} ${os.release()}`,
-    node: process.version,
-    loadAverageAtStart: os.loadavg(),
-    reinsCommit: commit,
-    reinsSrcUncommittedChanges: dirty,
-    versions: {
-      '@portkey-ai/gateway': packageVersion('@portkey-ai/gateway'),
-      autocannon: packageVersion('autocannon'),
-      undici: packageVersion('undici'),
-      fastify: packageVersion('fastify'),
-    },
-  };
-}
 
 async function main(): Promise<number> {
   const started = Date.now();
   const date = new Date().toISOString();
-  const info = machine(); // at the start: the commit measured, the load the machine had before the run
+  const info = machineFacts(ROOT, ['@portkey-ai/gateway', 'autocannon', 'undici', 'fastify']); // at the start: the commit measured, the load the machine had before the run
   const children: Child[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {

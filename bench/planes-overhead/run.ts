@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
-import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs, machineFacts } from '../gateway-overhead/processes.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { MCP_SERVER_NAME, TLS_DIR, type EgressTarget, type McpTarget } from './payloads.js';
@@ -144,29 +144,6 @@ function jobFor(scenario: Scenario, t: Running): PlanesJob {
   }
 }
 
-function machine(): Record<string, unknown> {
-  const cpus = os.cpus();
-  let commit = 'unknown';
-  let dirty = false;
-  try {
-    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
-  } catch {
-    // not a git checkout
-  }
-  return {
-    cpuModel: cpus[0]?.model ?? 'unknown',
-    cores: cpus.length,
-    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
-    kernel: `${os.type()} ${os.release()}`,
-    node: process.version,
-    openssl: process.versions.openssl,
-    loadAverageAtStart: os.loadavg(),
-    reinsCommit: commit,
-    reinsSrcUncommittedChanges: dirty,
-    versions: { '@modelcontextprotocol/sdk': packageVersion('@modelcontextprotocol/sdk'), undici: packageVersion('undici') },
-  };
-}
 
 // ------------------------------------------------------------------ summaries
 
@@ -326,7 +303,7 @@ function markdownTable(summaries: TargetSummary[]): string {
 async function main(): Promise<number> {
   const started = Date.now();
   const date = new Date().toISOString();
-  const info = machine();
+  const info = machineFacts(ROOT, ['@modelcontextprotocol/sdk', 'undici']);
   const children: Child[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const stopAll = async () => {
