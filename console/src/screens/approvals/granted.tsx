@@ -3,9 +3,9 @@ import { useState } from 'react';
 import { del, enc, query } from '../../api';
 import { ConfirmDialog } from '../../components/dialogs';
 import { ActionButton, ErrorNote, IdList, Loading, Time } from '../../components/ui';
-import { REQUEST_TYPE_LABEL, subjectOf } from '../../format';
-import { Link } from '../../router';
+import { subjectOf } from '../../format';
 import { useMe, VIEWER_CANNOT } from '../../session';
+import { GrantCells } from './table-cells';
 import type { Grant } from '../../types';
 import { useResource } from '../../use-resource';
 import type { OutcomeReport } from './outcome';
@@ -68,11 +68,7 @@ function GrantTable({ grants, onRevoked }: { grants: Grant[]; onRevoked: (g: Gra
       <tbody>
         {grants.map((g) => (
           <tr key={g.id} data-grant={g.id}>
-            <td>{g.developerId}</td>
-            <td>
-              <Link to={`/approvals/grants/${encodeURIComponent(g.id)}`}>{REQUEST_TYPE_LABEL[g.type]}</Link>
-              <div className="muted">{subjectOf(g)}</div>
-            </td>
+            <GrantCells grant={g} />
             <td>{g.projectScope ? <code>{g.projectScope}</code> : <span className="muted">everywhere</span>}</td>
             <td>
               <IdList ids={g.approvers} />

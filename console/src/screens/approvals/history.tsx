@@ -2,8 +2,7 @@
 import { useState } from 'react';
 import { query } from '../../api';
 import { ErrorNote, IdList, Loading, StateBadge, Time } from '../../components/ui';
-import { REQUEST_TYPE_LABEL, subjectOf } from '../../format';
-import { Link } from '../../router';
+import { GrantCells, RequestCells } from './table-cells';
 import type { AccessRequest, Grant } from '../../types';
 import { useResource } from '../../use-resource';
 import { GrantFilters } from './granted';
@@ -47,11 +46,7 @@ function EndedGrants({ grants }: { grants: Grant[] }) {
       <tbody>
         {grants.map((g) => (
           <tr key={g.id} data-grant={g.id}>
-            <td>{g.developerId}</td>
-            <td>
-              <Link to={`/approvals/grants/${encodeURIComponent(g.id)}`}>{REQUEST_TYPE_LABEL[g.type]}</Link>
-              <div className="muted">{subjectOf(g)}</div>
-            </td>
+            <GrantCells grant={g} />
             <td>
               <StateBadge state={g.state} />
               {g.revokedBy ? <div className="muted">by {g.revokedBy}</div> : null}
@@ -89,19 +84,7 @@ function DecidedRequests({ requests }: { requests: AccessRequest[] }) {
       <tbody>
         {requests.map((r) => (
           <tr key={r.id} data-request={r.id}>
-            <td>
-              <Link to={`/approvals/requests/${encodeURIComponent(r.id)}`}>
-                <Time iso={r.createdAt} />
-              </Link>
-            </td>
-            <td>{r.requester}</td>
-            <td>
-              <div>{REQUEST_TYPE_LABEL[r.type]}</div>
-              <div className="muted">{subjectOf(r)}</div>
-            </td>
-            <td>
-              <p className="user-text justification">{r.justification}</p>
-            </td>
+            <RequestCells request={r} />
             <td>
               <StateBadge state={r.state} />
               {r.denialReason ? <p className="user-text">{r.denialReason}</p> : null}

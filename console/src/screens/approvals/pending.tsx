@@ -3,10 +3,9 @@
  * (admins and viewers; a developer sees their own requests only).
  */
 import { useCallback } from 'react';
-import { ErrorNote, IdList, Loading, StateBadge, Time } from '../../components/ui';
-import { REQUEST_TYPE_LABEL, subjectOf } from '../../format';
-import { Link } from '../../router';
+import { ErrorNote, IdList, Loading, StateBadge } from '../../components/ui';
 import { isReader, useMe } from '../../session';
+import { RequestCells } from './table-cells';
 import type { AccessRequest, HeldCall } from '../../types';
 import { useResource } from '../../use-resource';
 import { usePolling } from '../../use-polling';
@@ -81,19 +80,7 @@ function RequestTable({ requests, onOutcome }: { requests: AccessRequest[]; onOu
       <tbody>
         {requests.map((r) => (
           <tr key={r.id} data-request={r.id}>
-            <td>
-              <Link to={`/approvals/requests/${encodeURIComponent(r.id)}`}>
-                <Time iso={r.createdAt} />
-              </Link>
-            </td>
-            <td>{r.requester}</td>
-            <td>
-              <div>{REQUEST_TYPE_LABEL[r.type]}</div>
-              <div className="muted">{subjectOf(r)}</div>
-            </td>
-            <td>
-              <p className="user-text justification">{r.justification}</p>
-            </td>
+            <RequestCells request={r} />
             <td>
               <IdList ids={r.requiredApprovers} />
               {r.state === 'under_review' ? (
