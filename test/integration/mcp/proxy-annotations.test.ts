@@ -4,47 +4,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { REFUSAL, REINS_TOKEN, startMcpGateway, type McpHarness } from '../../fakes/mcp-upstream.js';
+import { RAW_HEADERS, messagesOf, rawSession, textOf } from '../../helpers/mcp-raw.js';
 
 async function connect(url: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${REINS_TOKEN}` } } });
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
   await client.connect(transport);
   return client;
-}
-
-const RAW_HEADERS = { authorization: `Bearer ${REINS_TOKEN}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
-
-async function rawSession(url: string): Promise<Record<string, string>> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: RAW_HEADERS,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
-  });
-  await r.text();
-  const session = { ...RAW_HEADERS, 'mcp-session-id': r.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
-  await (await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
-  return session;
-}
-
-async function messagesOf(r: Response): Promise<Record<string, unknown>[]> {
-  const text = await r.text();
-  if ((r.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    return text
-      .split(/\n\n/)
-      .map((e) => e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n'))
-      .filter((d) => d !== '')
-      .flatMap((d) => {
-        const v = JSON.parse(d) as unknown;
-        return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
-      });
-  }
-  const v = JSON.parse(text) as unknown;
-  return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
-}
-
-function textOf(result: unknown): string {
-  const first = (result as CallToolResult).content[0];
-  return first?.type === 'text' ? first.text : '';
 }
 
 const isReinsListing = (m: Record<string, unknown>) => m.method === 'tools/list' && String(m.id).startsWith('reins-tools-list-');

@@ -5,52 +5,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { isMcpRequest } from '../../../src/gateway/mcp/proxy.js';
 import { REFUSAL, REINS_TOKEN, UPSTREAM_SECRET, startMcpGateway, type McpHarness } from '../../fakes/mcp-upstream.js';
+import { RAW_HEADERS, messagesOf, rawSession, textOf } from '../../helpers/mcp-raw.js';
 
 async function connect(url: string, token = REINS_TOKEN): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
   await client.connect(transport);
   return { client, transport };
-}
-
-function textOf(result: unknown): string {
-  const content = (result as CallToolResult).content;
-  const first = content[0];
-  return first?.type === 'text' ? first.text : '';
-}
-
-const RAW_HEADERS = { authorization: `Bearer ${REINS_TOKEN}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
-
-/** An initialized session opened by hand, for requests the SDK client would not send. */
-async function rawSession(url: string): Promise<Record<string, string>> {
-  const r = await fetch(url, {
-    method: 'POST',
-    headers: RAW_HEADERS,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
-  });
-  await r.text();
-  const sid = r.headers.get('mcp-session-id');
-  assert.ok(sid, 'initialize answers a session id');
-  const session = { ...RAW_HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
-  await (await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
-  return session;
-}
-
-/** The JSON-RPC messages of an answer, JSON or SSE. */
-async function messagesOf(r: Response): Promise<Record<string, unknown>[]> {
-  const text = await r.text();
-  if ((r.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    return text
-      .split(/\n\n/)
-      .map((e) => e.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n'))
-      .filter((d) => d !== '')
-      .flatMap((d) => {
-        const v = JSON.parse(d) as unknown;
-        return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
-      });
-  }
-  const v = JSON.parse(text) as unknown;
-  return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
 }
 
 describe('MCP gateway: a real SDK client through Reins to a real SDK server', () => {
