@@ -2,6 +2,10 @@
  * The wire shapes the console reads, as API.md and the spec give them (the server's own description is
  * GET /api/v1/openapi.json). Only the fields the console uses are typed.
  */
+// The runtime guard's wire shapes are the engine's own types (modules of plain types, no runtime code).
+import type { CapabilityState } from '../../src/runtime-guard/cluster.js';
+import type { Destination, ObservationFamily, ObservationItem, ReconciliationRow } from '../../src/runtime-guard/types.js';
+export type { Destination, ObservationFamily, ObservationItem, ReconciliationRow };
 
 export type Role = 'admin' | 'viewer' | 'developer';
 export type Tier = 'T1' | 'T2' | 'T3' | 'T4';
@@ -148,7 +152,7 @@ export interface HumanReview {
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----
 
-export type CapabilityState = 'available' | 'unavailable' | 'unknown';
+export type { CapabilityState };
 
 export interface IngestLag {
   lag: number;
@@ -172,35 +176,6 @@ export interface RuntimeStatus {
   probedAtUnix?: number;
 }
 
-export interface Destination {
-  destName: string;
-  destIP: string;
-  source: 'network' | 'dns';
-  behaviors: string[];
-  count: number;
-  governedCalls: number;
-  rung: string;
-  confidence: number;
-  kind: 'provider' | 'infra' | 'imds' | 'internal';
-  suppressed: boolean;
-  suppressReason: string;
-}
-
-export interface ReconciliationRow {
-  workloadKey: string;
-  namespace: string;
-  kind: string;
-  name: string;
-  bypassedDestinations: number;
-  m: number;
-  n: number;
-  dnsOnly: boolean;
-  joinMethod: string;
-  attributionConfirmed: boolean;
-  attributionNote: string;
-  destinations: Destination[];
-}
-
 export interface Reconciliation {
   enabled: boolean;
   reason?: string;
@@ -210,23 +185,6 @@ export interface Reconciliation {
   networkDetectorDisabled?: boolean;
   disabledReason?: string;
   ingestLag?: IngestLag;
-}
-
-export type ObservationFamily = 'dns' | 'network' | 'open' | 'exec' | 'other';
-
-export interface ObservationItem {
-  rule: string;
-  behavior: string;
-  subject: string;
-  destIP: string;
-  destName: string;
-  count: number;
-  node: string;
-  podName: string;
-  namespace: string;
-  result: string;
-  mode: string;
-  observedAt: number;
 }
 
 export interface ObservationGroup {
