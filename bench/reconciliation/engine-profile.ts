@@ -9,7 +9,7 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/reconciliation/engine-profile.ts
  *
  * `--engine DIR` loads `reconciliation.ts` from another copy of src/runtime-guard (a before/after comparison);
- * `--warm-up` runs the replica's start-up warm-up (runtime-guard.ts `warmUpAnswerPath`) first. The output's sha256 is printed:
+ * `--warm-up` runs the replica's start-up warm-up (warm-up.ts `warmUpAnswerPath`) first. The output's sha256 is printed:
  * an optimisation must not change it. Building the input takes half a minute; the summed rows are kept in
  * $TMPDIR/reins-engine-input-<observations>-<audit events>.json and read back on the next run (`--rebuild` to redo).
  */
@@ -48,9 +48,9 @@ const NOW_UNIX = 1_790_000_000;
 type Engine = { reconcile: (input: ReconcileInput) => ReconciliationResult };
 const engineDir = resolve(args.engine ?? new URL('../../src/runtime-guard/', import.meta.url).pathname);
 const engine = (await import(pathToFileURL(resolve(engineDir, 'reconciliation.ts')).href)) as Engine;
-/** The replica's warm-up at start (runtime-guard.ts), when that copy has one. */
+/** The replica's warm-up at start (warm-up.ts), when that copy has one. */
 const warmUp = args['warm-up']
-  ? ((await import(pathToFileURL(resolve(engineDir, 'runtime-guard.ts')).href)) as { warmUpAnswerPath?: () => void }).warmUpAnswerPath
+  ? ((await import(pathToFileURL(resolve(engineDir, 'warm-up.ts')).href)) as { warmUpAnswerPath?: () => void }).warmUpAnswerPath
   : undefined;
 
 const serviceIp = (i: number): string => `10.96.${10 + Math.floor(i / 250)}.${(i % 250) + 1}`;
@@ -161,7 +161,7 @@ const window = resolveWindow(NOW_UNIX, '24h');
 const setupMs = performance.now() - t0;
 
 if (args['warm-up']) {
-  if (!warmUp) throw new Error(`--warm-up: ${engineDir}/runtime-guard.ts has no warmUpAnswerPath`);
+  if (!warmUp) throw new Error(`--warm-up: ${engineDir}/warm-up.ts has no warmUpAnswerPath`);
   const w0 = performance.now();
   warmUp();
   process.stderr.write(`warm-up ${round(performance.now() - w0)} ms\n`);

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ObservationIndex } from '../../../src/runtime-guard/observation-index.js';
 import { CLUSTER_FACTS_MAX_AGE_SECONDS, reconcile } from '../../../src/runtime-guard/reconciliation.js';
-import { warmUpAnswerPath } from '../../../src/runtime-guard/runtime-guard.js';
+import { warmUpAnswerPath } from '../../../src/runtime-guard/warm-up.js';
 import type { ClusterFacts, GovernedCall, Observation, ReconcileInput } from '../../../src/runtime-guard/types.js';
 import { IP, NOW, WINDOW, makeFacts, observation } from './fixtures.js';
 import { reconcile as referenceReconcile } from './reference-reconciliation.js';
