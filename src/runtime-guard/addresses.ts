@@ -34,3 +34,8 @@ export function normalizeHost(raw: string): string {
   while (host.endsWith('.')) host = host.slice(0, -1);
   return host;
 }
+
+/** A destination no identity was established for (rung R6): `ip:<address> (unattributed)`. */
+export function unattributedName(ip: string): string {
+  return `ip:${ip} (unattributed)`;
+}

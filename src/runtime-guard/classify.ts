@@ -3,7 +3,7 @@
  * (against the cluster's naming rules and the provider catalogue). Built once per facts snapshot (`classifierFor`),
  * with every answer memoised per distinct name, address and pod.
  */
-import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS } from './addresses.js';
+import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
 import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
 import { buildOwnerIndex, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
@@ -386,7 +386,7 @@ export class Classifier {
     let info = this.addressInfo.get(ip);
     if (info === undefined) {
       const { factsName, cls } = classifyAddress(ip, this.index);
-      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: `ip:${ip} (unattributed)` };
+      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: unattributedName(ip) };
       this.addressInfo.set(ip, info);
     }
     return info;

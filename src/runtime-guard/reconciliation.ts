@@ -44,10 +44,6 @@ export const EGRESS_NAT_MAX_TRANSLATED_ADDRESSES = 2;
 
 export const RUNG_CONFIDENCE: Readonly<Record<Rung, number>> = { R0: 0.95, R2: 0.98, R6: 0 };
 
-export function unattributedName(ip: string): string {
-  return `ip:${ip} (unattributed)`;
-}
-
 // ---- Pass 1: observations grouped per pod. ----
 
 /**
