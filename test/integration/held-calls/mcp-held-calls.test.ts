@@ -90,7 +90,8 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       assert.notEqual(r.isError, true, text(r));
       assert.deepEqual(JSON.parse(text(r)), { text: 'release me' });
       assert.equal(echoCalls('release me'), 1);
-      await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.data.heldCallId === entry.id), 5000);
+      const releaseAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.data.heldCallId === entry.id), 5000);
+      assert.ok(releaseAudited >= 0, 'the release is audited');
     });
 
     test(`[${label}] held + identical call, same agent and session -> attached; one decision answers both; any difference is a new entry`, async () => {
@@ -123,7 +124,8 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       const self = await new Client(replica.url, aliceToken).post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.equal(self.status, 403);
       assert.match(self.body.error.message, /own|requester/i);
-      await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.outcome === 'refused' && e.data.heldCallId === entry.id), 5000);
+      const refusalAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.outcome === 'refused' && e.data.heldCallId === entry.id), 5000);
+      assert.ok(refusalAudited >= 0, 'the refused self-release is audited');
       const bob = await new Client(replica.url, bobToken).post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.equal(bob.status, 403, 'a developer is not an admin');
       assert.equal((await admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).body.state, 'released');
