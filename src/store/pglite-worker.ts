@@ -1,0 +1,124 @@
+/**
+ * The embedded store's thread: PGlite (PostgreSQL compiled to WebAssembly) runs here, in a worker thread of
+ * the Reins process, and answers the messages of `PgliteDb` (pglite.ts). PGlite executes every statement
+ * synchronously inside WebAssembly; on the main thread a batch of audit inserts held the event loop for
+ * milliseconds at a time, and every call arriving meanwhile waited. Here it only costs this thread.
+ *
+ * The protocol is the `Db` adapter's, one message per operation (types in pglite-protocol.ts). PGlite
+ * serialises queries and transactions itself (one connection), exactly as it did in-process: a query that
+ * arrives while a transaction is open waits for it.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { mkdirSync } from 'node:fs';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
+
+const port = parentPort;
+if (!port) throw new Error('pglite-worker.ts runs as a worker thread (started by PgliteDb.open)');
+
+const { dataDir } = workerData as WorkerOptions;
+
+/** An open transaction: PGlite's handle, how the main thread ends it, and which message asked to end it. */
+interface OpenTransaction {
+  t: Transaction;
+  end(commit: boolean): void;
+  endId: number;
+}
+
+const transactions = new Map<number, OpenTransaction>();
+const unlistens = new Map<string, () => Promise<void>>();
+let nextTransaction = 1;
+
+/** Thrown inside PGlite's transaction callback when the main thread rolls back: PGlite then runs ROLLBACK. */
+class RollbackRequested extends Error {}
+
+function send(message: FromWorker): void {
+  port!.postMessage(message);
+}
+
+/** The fields of a PostgreSQL error the main thread rebuilds (pg-protocol's DatabaseError names). */
+function serializeError(err: unknown): SerializedError {
+  const e = err as Error & Record<string, unknown>;
+  const out: SerializedError = { message: e?.message ?? String(err) };
+  for (const key of ['code', 'severity', 'detail', 'hint', 'constraint', 'table', 'column', 'schema', 'where', 'position'] as const) {
+    if (typeof e?.[key] === 'string') out[key] = e[key] as string;
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
+  const pg = await PGlite.create(dataDir === 'memory' ? undefined : dataDir);
+  send({ op: 'ready' });
+
+  const answer = (id: number, work: Promise<{ rows: unknown[]; rowCount: number } | void>) =>
+    work.then(
+      (result) => send({ op: 'result', id, rows: result?.rows ?? [], rowCount: result?.rowCount ?? 0 }),
+      (err: unknown) => send({ op: 'error', id, error: serializeError(err) }),
+    );
+
+  const query = async (q: PGlite | Transaction, sql: string, params: unknown[]) => {
+    const r = await q.query(sql, params);
+    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+  };
+
+  port!.on('message', (m: ToWorker) => {
+    switch (m.op) {
+      case 'query': {
+        if (m.tx === undefined) return void answer(m.id, query(pg, m.sql, m.params));
+        const open = transactions.get(m.tx);
+        if (!open) return void send({ op: 'error', id: m.id, error: { message: `transaction ${m.tx} is not open` } });
+        return void answer(m.id, query(open.t, m.sql, m.params));
+      }
+      case 'begin': {
+        const tx = nextTransaction++;
+        let open: OpenTransaction | undefined;
+        // PGlite's transaction() runs BEGIN, the callback, then COMMIT (or ROLLBACK when the callback throws); the
+        // callback here only waits for the main thread's end message, and the outcome answers that message.
+        pg.transaction(
+          (t) =>
+            new Promise<void>((resolve, reject) => {
+              open = { t, endId: -1, end: (commit) => (commit ? resolve() : reject(new RollbackRequested())) };
+              transactions.set(tx, open);
+              send({ op: 'began', id: m.id, tx });
+            }),
+        ).then(
+          () => send({ op: 'result', id: open!.endId, rows: [], rowCount: 0 }),
+          (err: unknown) => {
+            if (!open) return send({ op: 'error', id: m.id, error: serializeError(err) }); // BEGIN itself failed
+            transactions.delete(tx);
+            if (err instanceof RollbackRequested) send({ op: 'result', id: open.endId, rows: [], rowCount: 0 });
+            else send({ op: 'error', id: open.endId, error: serializeError(err) });
+          },
+        );
+        return;
+      }
+      case 'end': {
+        const open = transactions.get(m.tx);
+        if (!open) return void send({ op: 'error', id: m.id, error: { message: `transaction ${m.tx} is not open` } });
+        transactions.delete(m.tx);
+        open.endId = m.id;
+        open.end(m.commit);
+        return;
+      }
+      case 'listen': {
+        if (unlistens.has(m.channel)) return void send({ op: 'result', id: m.id, rows: [], rowCount: 0 });
+        return void answer(
+          m.id,
+          pg.listen(m.channel, (payload) => send({ op: 'notification', channel: m.channel, payload })).then((unlisten) => {
+            unlistens.set(m.channel, unlisten);
+          }),
+        );
+      }
+      case 'unlisten': {
+        const unlisten = unlistens.get(m.channel);
+        unlistens.delete(m.channel);
+        return void answer(m.id, unlisten ? unlisten() : Promise.resolve());
+      }
+      case 'close':
+        return void answer(m.id, pg.closed ? Promise.resolve() : pg.close());
+    }
+  });
+}
+
+main().catch((err: unknown) => send({ op: 'failed', error: serializeError(err) }));

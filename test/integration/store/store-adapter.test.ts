@@ -1,0 +1,170 @@
+/**
+ * The store adapter's contract (src/store/db.ts) on both stores: rows and types, transactions, errors with their
+ * SQLSTATE, NOTIFY at commit only. Then what is particular to the embedded store, which runs PGlite in a worker
+ * thread: its work does not hold the event loop, a forgotten store does not hold the process open, a data
+ * directory survives a restart.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { Db } from '../../../src/store/db.js';
+import { PgliteDb } from '../../../src/store/pglite.js';
+import { PostgresDb } from '../../../src/store/postgres.js';
+import { describeEachStore, waitFor } from '../../helpers/harness.js';
+
+describeEachStore('store adapter', ({ store, kind }) => {
+  let db: Db;
+  before(async () => {
+    db = kind === 'pglite' ? store().db! : new PostgresDb(store().url!);
+    await db.query('CREATE TABLE adapter_t (id int PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), doc jsonb, n int NOT NULL DEFAULT 0)');
+  });
+  after(async () => {
+    if (kind === 'postgres') await db.close();
+  });
+
+  it('answers rows with timestamps as Dates and jsonb as values, and counts the rows a statement changed', async () => {
+    const inserted = await db.query('INSERT INTO adapter_t (id, doc) VALUES (1, $1), (2, $2)', [JSON.stringify({ a: [1, 'x'] }), null]);
+    assert.equal(inserted.rowCount, 2);
+    const { rows } = await db.query<{ id: number; at: Date; doc: unknown }>('SELECT id, at, doc FROM adapter_t ORDER BY id');
+    assert.equal(rows.length, 2);
+    assert.ok(rows[0]!.at instanceof Date);
+    assert.deepEqual(rows[0]!.doc, { a: [1, 'x'] });
+    assert.equal(rows[1]!.doc, null);
+    assert.equal((await db.query('UPDATE adapter_t SET n = n + 1')).rowCount, 2);
+    assert.equal((await db.query('DELETE FROM adapter_t WHERE id = 99')).rowCount, 0);
+  });
+
+  it('rejects a failing statement with its SQLSTATE and constraint', async () => {
+    await assert.rejects(db.query('INSERT INTO adapter_t (id) VALUES (1)'), (err: Error & { code?: string; constraint?: string }) => {
+      assert.equal(err.code, '23505');
+      assert.equal(err.constraint, 'adapter_t_pkey');
+      assert.match(err.message, /duplicate key/);
+      return true;
+    });
+    await assert.rejects(db.query('SELECT * FROM no_such_table'), { code: '42P01' });
+  });
+
+  it('commits a transaction as one, and delivers its NOTIFY at commit only', async () => {
+    const heard: string[] = [];
+    const unlisten = await db.listen('adapter_channel', (payload) => heard.push(payload));
+    const result = await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO adapter_t (id) VALUES (10)');
+      await tx.query(`SELECT pg_notify('adapter_channel', 'committed')`);
+      return 'done';
+    });
+    assert.equal(result, 'done');
+    const boom = new Error('the callback failed');
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query('INSERT INTO adapter_t (id) VALUES (11)');
+        await tx.query(`SELECT pg_notify('adapter_channel', 'rolled back')`);
+        throw boom;
+      }),
+      (err) => err === boom,
+    );
+    assert.notEqual(await waitFor(() => heard.length > 0, 5000), -1, 'the committed notification arrives');
+    await db.query(`SELECT pg_notify('adapter_channel', 'marker')`);
+    assert.notEqual(await waitFor(() => heard.includes('marker'), 5000), -1);
+    assert.deepEqual(heard, ['committed', 'marker']);
+    const ids = (await db.query<{ id: number }>('SELECT id FROM adapter_t WHERE id >= 10 ORDER BY id')).rows.map((r) => r.id);
+    assert.deepEqual(ids, [10]);
+
+    await unlisten();
+    await db.query(`SELECT pg_notify('adapter_channel', 'after unlisten')`);
+    await db.query('SELECT 1');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(!heard.includes('after unlisten'));
+  });
+
+  it('rolls back a transaction whose statement failed, and the store goes on', async () => {
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query('INSERT INTO adapter_t (id) VALUES (20)');
+        await tx.query('INSERT INTO adapter_t (id) VALUES (20)');
+      }),
+      { code: '23505' },
+    );
+    assert.equal((await db.query('SELECT 1 FROM adapter_t WHERE id = 20')).rowCount, 0);
+    assert.equal((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
+  });
+
+  it('keeps concurrent transactions apart: twenty read-modify-write increments make twenty', async () => {
+    await db.query('INSERT INTO adapter_t (id) VALUES (30)');
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        db.transaction(async (tx) => {
+          const { rows } = await tx.query<{ n: number }>('SELECT n FROM adapter_t WHERE id = 30 FOR UPDATE');
+          await tx.query('UPDATE adapter_t SET n = $1 WHERE id = 30', [rows[0]!.n + 1]);
+        }),
+      ),
+    );
+    assert.equal((await db.query<{ n: number }>('SELECT n FROM adapter_t WHERE id = 30')).rows[0]!.n, 20);
+  });
+});
+
+describe('the embedded store runs PGlite in a worker thread', () => {
+  it('does not hold the event loop while the store works', async () => {
+    const db = await PgliteDb.open('memory');
+    try {
+      let ticks = 0;
+      let worstGap = 0;
+      let last = performance.now();
+      const timer = setInterval(() => {
+        const now = performance.now();
+        worstGap = Math.max(worstGap, now - last);
+        last = now;
+        ticks++;
+      }, 1);
+      const started = performance.now();
+      // A statement that keeps PGlite busy for a while: on the main thread it would hold every timer until it ended.
+      await db.query('SELECT sum(g) FROM generate_series(1, 3000000) AS g');
+      const took = performance.now() - started;
+      clearInterval(timer);
+      assert.ok(took > 50, `the statement took ${took.toFixed(0)} ms; too short to tell`);
+      assert.ok(ticks > 5, `the timer ticked ${ticks} times in ${took.toFixed(0)} ms`);
+      assert.ok(worstGap < took / 2, `the longest gap between timer ticks was ${worstGap.toFixed(0)} ms of the statement's ${took.toFixed(0)} ms`);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('refuses queries once closed, and close is idempotent', async () => {
+    const db = await PgliteDb.open('memory');
+    await db.close();
+    await db.close();
+    await assert.rejects(db.query('SELECT 1'), /closed/);
+  });
+
+  it('keeps a data directory across a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reins-pglite-'));
+    try {
+      const first = await PgliteDb.open(dir);
+      await first.query('CREATE TABLE kept (v text)');
+      await first.query(`INSERT INTO kept VALUES ('still here')`);
+      await first.close();
+      const second = await PgliteDb.open(dir);
+      assert.deepEqual((await second.query('SELECT v FROM kept')).rows, [{ v: 'still here' }]);
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('does not keep the process alive when nobody closed it', () => {
+    const pgliteModule = fileURLToPath(new URL('../../../src/store/pglite.ts', import.meta.url));
+    const script = `
+      const { PgliteDb } = await import(${JSON.stringify(pgliteModule)});
+      const db = await PgliteDb.open('memory');
+      const { rows } = await db.query('SELECT 41 + 1 AS answer');
+      console.log(rows[0].answer);
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(run.error, undefined, 'the process ended by itself');
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout.trim(), '42');
+  });
+});
