@@ -298,6 +298,53 @@ function markdownTable(summaries: TargetSummary[]): string {
   return [`| ${header!.join(' | ')} |`, `| --- |${header!.slice(1).map(() => ' ---: |').join('')}`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
+// ------------------------------------------------------------------ the machine's hop floor
+
+interface HopFloor {
+  direct: { p50: number; p99: number };
+  relay: { p50: number; p99: number };
+  /** Median over the rounds of (relay p50 - direct p50). */
+  addedP50: number;
+}
+
+/**
+ * hop-floor.ts: a 400-byte round trip to a TCP echo server, directly and through a byte relay placed where the
+ * proxies are; what one more hop costs before any HTTP is parsed. Rounds alternate the two, like the targets'.
+ */
+async function measureHopFloor(children: Child[]): Promise<HopFloor> {
+  const script = join(HERE, 'hop-floor.ts');
+  const echo = await startServer('hop echo', [...TSX, script, 'echo'], { cpu: CPU.upstream });
+  children.push(echo.child);
+  const echoPort = new URL(echo.url).port;
+  const relay = await startServer('hop relay', [...TSX, script, 'relay', echoPort], { cpu: CPU.gateway });
+  children.push(relay.child);
+  const [warmup, count] = args.quick ? [500, 2000] : [1000, 5000];
+  const client = (port: string) => {
+    const argv = [...TSX, script, 'client', port, String(warmup), String(count)];
+    const out = CPU.generator === null ? execFileSync(process.execPath, argv) : execFileSync('taskset', ['--cpu-list', String(CPU.generator), process.execPath, ...argv]);
+    return JSON.parse(out.toString('utf8').trim()) as { p50: number; p99: number };
+  };
+  const rounds: { direct: { p50: number; p99: number }; relay: { p50: number; p99: number } }[] = [];
+  for (let round = 0; round < SETTINGS.rounds; round++) {
+    const direct = client(echoPort);
+    const relayed = client(new URL(relay.url).port);
+    rounds.push({ direct, relay: relayed });
+  }
+  await Promise.all([echo.child.stop(), relay.child.stop()]);
+  return {
+    direct: { p50: median(rounds.map((r) => r.direct.p50)), p99: median(rounds.map((r) => r.direct.p99)) },
+    relay: { p50: median(rounds.map((r) => r.relay.p50)), p99: median(rounds.map((r) => r.relay.p99)) },
+    addedP50: median(rounds.map((r) => r.relay.p50 - r.direct.p50)),
+  };
+}
+
+function hopFloorSentence(f: HopFloor): string {
+  return (
+    `a 400-byte round trip to a TCP echo server takes ${ms(f.direct.p50)} ms (p50) directly and ${ms(f.relay.p50)} ms through a relay ` +
+    `that only copies bytes, placed where the proxies are: one more hop adds ${ms(f.addedP50)} ms before any HTTP is parsed`
+  );
+}
+
 // ------------------------------------------------------------------ the run
 
 async function main(): Promise<number> {
@@ -325,6 +372,8 @@ async function main(): Promise<number> {
     const origin = await startServer('tls origin', [...TSX, join(HERE, 'tls-origin.ts')], { cpu: CPU.upstream });
     children.push(origin.child);
     const originUrl = new URL(origin.url);
+    const hopFloor = await measureHopFloor(children);
+    log(`  hop floor: ${hopFloorSentence(hopFloor)}`);
     const loader = new Loader();
     children.push(loader.child);
 
@@ -514,6 +563,7 @@ async function main(): Promise<number> {
       process.stdout.write(`new connection phases p50 (${t.name}): ${t.name === 'direct' ? 'TCP connect' : 'TCP connect + CONNECT 200'} ${ms(p.tunnel)}, TLS handshake ${ms(p.tls)}, GET ${ms(p.request)}\n`);
     }
     for (const n of notMeasured) process.stdout.write(`${n.label}: not measured: ${n.reason}\n`);
+    process.stdout.write(`hop floor: ${hopFloorSentence(hopFloor)}\n`);
     if (checked.length > 0) {
       process.stdout.write('\ntargets:\n');
       for (const c of checked) process.stdout.write(`  ${c.target}: ${c.what} ${c.limit}: ${c.value} ${verdict(c)}\n`);
@@ -533,6 +583,7 @@ async function main(): Promise<number> {
       settings: SETTINGS,
       cpuPlacement: CPU,
       targetAddedP50Ms: TARGET_ADDED_P50_MS,
+      hopFloor,
       machine: info,
       summaries,
       checks: checked,
@@ -541,7 +592,7 @@ async function main(): Promise<number> {
       targets: runs.map((r) => ({ name: r.name, label: r.label, toolCalls: r.toolCalls, tunnels: r.tunnels, notes: r.notes, rounds: r.rounds })),
     };
     writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(json, null, 2)}\n`);
-    writeFileSync(join(outDir, `${base}.md`), markdown(date, info, summaries, checked, notes, warnings, notMeasured, elapsedS));
+    writeFileSync(join(outDir, `${base}.md`), markdown(date, info, hopFloor, summaries, checked, notes, warnings, notMeasured, elapsedS));
     log(`wrote ${relative(process.cwd(), join(outDir, base))}.{json,md}`);
     return args.strict && checked.some((c) => c.target !== 'bare' && c.pass !== true) ? 2 : 0;
   } finally {
@@ -552,6 +603,7 @@ async function main(): Promise<number> {
 function markdown(
   date: string,
   info: Record<string, unknown>,
+  hopFloor: HopFloor,
   summaries: TargetSummary[],
   checked: Check[],
   notes: string[],
@@ -573,6 +625,8 @@ function markdown(
       ? 'CPU placement: Reins and the bare proxies on CPU 1 (all their threads; only the one measured runs, the others are frozen); ' +
         'the load generator, the MCP upstream and the TLS origin on CPU 0.'
       : 'CPU placement: left to the kernel (--no-pin).',
+    '',
+    `The machine's floor for one more hop: ${hopFloorSentence(hopFloor)} (bench/planes-overhead/hop-floor.ts; median of the rounds' p50s).`,
     '',
     `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is a proxy's figure minus the direct one, ` +
       '"over bare" is Reins\' figure minus the bare proxy\'s (what governance costs on top of any proxy). ' +
