@@ -10,6 +10,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { mkdirSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
 
@@ -46,10 +48,22 @@ function serializeError(err: unknown): SerializedError {
   return out;
 }
 
+/**
+ * One full collection a moment after the database is up. Creating a new database leaves initdb's WebAssembly
+ * instance and its memory (about 170 MB) unreferenced once create's promise chain has unwound; a thread that only
+ * ever waits for messages allocates too little for V8 to collect it on its own, and the process would carry it
+ * for good (measured: 777 MB resident after a first start without this, 501 MB with it, 483 MB in-process).
+ */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
 async function main(): Promise<void> {
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
   const pg = await PGlite.create(dataDir === 'memory' ? undefined : dataDir);
   send({ op: 'ready' });
+  setTimeout(collectGarbage, 1_000).unref();
 
   const answer = (id: number, work: Promise<{ rows: unknown[]; rowCount: number } | void>) =>
     work.then(
