@@ -8,6 +8,7 @@ import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
 import { ConfigError } from './config/config.js';
 import { CredentialCache } from './gateway/credential-cache.js';
+import { DeniedNetworks } from './gateway/egress/denied-networks.js';
 import { createEgressProxy } from './gateway/egress/proxy.js';
 import { EgressGovernance } from './gateway/plane-governance.js';
 import type { GrantLookup } from './gateway/grants.js';
@@ -128,6 +129,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     if (config.egress) {
       const proxy = createEgressProxy(new EgressGovernance(plane), {
         log: { warn: (obj, msg) => app.log.warn(obj, msg), error: (obj, msg) => app.log.error(obj, msg) },
+        deniedNetworks: new DeniedNetworks(config.egress.deniedNetworks),
       });
       const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {
         await app.close();

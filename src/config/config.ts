@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../gateway/egress/denied-networks.js';
 
 const Origin = Type.String({ pattern: '^https?://[^/?#\\s]+/?$', description: 'an origin such as https://api.openai.com' });
 const ProviderConfig = Type.Object(
@@ -43,7 +44,14 @@ const FileConfig = Type.Object(
       ),
     ),
     egress: Type.Optional(
-      Type.Object({ port: Type.Integer({ minimum: 0, maximum: 65535 }) }, { additionalProperties: false }),
+      Type.Object(
+        {
+          port: Type.Integer({ minimum: 0, maximum: 65535 }),
+          /** CIDRs (or single addresses) never connected to; absent: DEFAULT_DENIED_NETWORKS; [] turns the check off. */
+          deniedNetworks: Type.Optional(Type.Array(Type.String())),
+        },
+        { additionalProperties: false },
+      ),
     ),
     runtimeGuard: Type.Optional(
       Type.Object(
@@ -158,7 +166,7 @@ export interface Config {
   deployment: 'self-hosted' | 'saas';
   providers: { openai?: ProviderSettings; anthropic?: ProviderSettings; bedrock?: ProviderSettings };
   mcpServers: { name: string; url: string; headers: Record<string, string> }[];
-  egress: { port: number } | null;
+  egress: { port: number; deniedNetworks: string[] } | null;
   runtimeGuard: {
     /** Whether the file has a `runtimeGuard` section at all (none: "the service is not configured"). */
     configured: boolean;
@@ -261,6 +269,10 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     if (s.name === 'reins') throw new ConfigError(`mcpServers[${i}].name`, '"reins" is the built-in server');
     names.add(s.name);
   }
+  for (const [i, entry] of (f.egress?.deniedNetworks ?? []).entries()) {
+    const parsed = parseNetwork(entry);
+    if ('error' in parsed) throw new ConfigError(`egress.deniedNetworks[${i}]`, parsed.error);
+  }
 
   const bootstrap = env.REINS_BOOTSTRAP_ADMIN_TOKEN;
   if (bootstrap !== undefined && bootstrap !== '' && bootstrap.length < 16) {
@@ -286,7 +298,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     deployment: f.deployment ?? 'self-hosted',
     providers: { ...f.providers },
     mcpServers: (f.mcpServers ?? []).map((s) => ({ name: s.name, url: s.url, headers: s.headers ?? {} })),
-    egress: f.egress ?? null,
+    egress: f.egress ? { port: f.egress.port, deniedNetworks: f.egress.deniedNetworks ?? [...DEFAULT_DENIED_NETWORKS] } : null,
     runtimeGuard: {
       configured: f.runtimeGuard !== undefined,
       enabled: f.runtimeGuard?.enabled ?? false,

@@ -66,11 +66,13 @@ export interface PlaneVerdict {
 
 export interface PlaneResult {
   status: number;
-  end: 'forwarded' | 'refused' | 'upstream_unreachable' | 'client_aborted';
+  end: 'forwarded' | 'refused' | 'address_denied' | 'upstream_unreachable' | 'client_aborted';
   durationMs: number;
   isError?: boolean;
   bytesUp?: number;
   bytesDown?: number;
+  /** Egress allowed by policy but refused on the address it is or resolved to (egress.deniedNetworks). */
+  deniedAddress?: { address: string; network: string; message: string } | undefined;
 }
 
 /** The most characters of tool arguments a memoised decision is keyed by; larger arguments are evaluated each time. */
@@ -277,8 +279,10 @@ export class PlaneGovernance {
     result: PlaneResult,
   ): void {
     const d = verdict.decision;
-    const outcome = result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 || result.isError ? 'error' : 'ok';
-    this.deps.onCompleted?.(type, outcome, verdict.reason);
+    const addressDenied = result.end === 'address_denied';
+    const refused = result.end === 'refused' || addressDenied;
+    const outcome = refused ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 || result.isError ? 'error' : 'ok';
+    this.deps.onCompleted?.(type, outcome, addressDenied ? 'address_denied' : verdict.reason);
     // Not `{ ...facts, agent, … }`: on Node 20's V8 every property added to an object that a leading spread made
     // (in the literal or assigned afterwards) takes a slow path, about 0.7 µs each: 10 µs per call here.
     // Object.assign onto a fresh literal keeps the fast path.
@@ -297,6 +301,10 @@ export class PlaneGovernance {
       data.exempted = verdict.exempted;
     }
     if (verdict.outcome === 'deny') data.refusal = { reason: verdict.reason, message: verdict.message };
+    else if (addressDenied && result.deniedAddress) {
+      const { address, network, message } = result.deniedAddress;
+      data.refusal = { reason: 'address_denied', message, address, network };
+    }
     data.status = result.status;
     data.end = result.end;
     data.durationMs = Math.round(result.durationMs * 1000) / 1000;

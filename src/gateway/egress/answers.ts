@@ -10,6 +10,7 @@ export type EgressErrorKind =
   | 'headers_too_large'
   | 'proxy_auth_required'
   | 'denied'
+  | 'address_denied'
   | 'upgrade_unsupported'
   | 'upstream_unreachable'
   | 'internal_error';
@@ -19,6 +20,7 @@ const STATUS: Record<EgressErrorKind, number> = {
   headers_too_large: 431,
   proxy_auth_required: 407,
   denied: 403,
+  address_denied: 403,
   upgrade_unsupported: 501,
   upstream_unreachable: 502,
   internal_error: 500,

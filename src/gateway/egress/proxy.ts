@@ -8,10 +8,11 @@
  * an origin before `decide` said allow. The module knows nothing of identities, policies or storage.
  */
 import { Agent, createServer, request as httpRequest, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import { connect as netConnect, type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './answers.js';
 import { proxySecret } from './credential.js';
+import { DeniedAddressError } from './denied-networks.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { parseConnectTarget, parseHttpTarget, type EgressTarget } from './target.js';
 import type { EgressDecision, EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
@@ -40,6 +41,7 @@ type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: 
 export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
   const log = options.log ?? NO_LOG;
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const denied = options.deniedNetworks && !options.deniedNetworks.empty ? options.deniedNetworks : null;
   // Uploads and downloads through a proxy can take long; only the headers have a deadline.
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 });
   // Idle upstream sockets are dropped after 4 s, before a typical origin's 5 s keep-alive would close them under us.
@@ -53,7 +55,14 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       reported = true;
       try {
         // Not `{ ...result, durationMs }`: a property after a leading spread takes a slow path on Node 20's V8 (0.7 µs).
-        hooks.completed(request, { status: result.status, end: result.end, bytesUp: result.bytesUp, bytesDown: result.bytesDown, durationMs: performance.now() - started });
+        hooks.completed(request, {
+          status: result.status,
+          end: result.end,
+          bytesUp: result.bytesUp,
+          bytesDown: result.bytesDown,
+          durationMs: performance.now() - started,
+          deniedAddress: result.deniedAddress,
+        });
       } catch (err) {
         log.error({ err }, 'egress completed hook threw');
       }
@@ -138,6 +147,14 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     let status = 499;
     let upstreamFailed = false;
     const finish = (end: EgressEnd) => complete({ status, end, bytesUp, bytesDown });
+    const refuseAddress = (err: DeniedAddressError) => {
+      const answer = egressAnswer('address_denied', err.message);
+      status = answer.status;
+      refuse(req, res, answer);
+      complete({ status, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: { address: err.address, network: err.network, message: err.message } });
+    };
+    const literal = denied?.refuseLiteral(request.host);
+    if (literal) return refuseAddress(literal);
 
     const upstream: ClientRequest = httpRequest({
       host: request.host,
@@ -147,10 +164,12 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       headers: upstreamRequestHeaders(req, authority),
       setHost: false,
       agent,
+      ...(denied ? { lookup: denied.lookup } : {}),
     });
     watchConnect(upstream, request, connectTimeoutMs);
 
     upstream.on('error', (err) => {
+      if (err instanceof DeniedAddressError) return refuseAddress(err);
       if (status !== 499 || res.headersSent || res.destroyed) {
         upstreamFailed = true;
         res.destroy();
@@ -233,8 +252,16 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     complete: (result: Omit<EgressResult, 'durationMs'>) => void,
     clientFailed: () => boolean,
   ): void {
+    const refuseAddress = (err: DeniedAddressError) => {
+      complete({ status: 403, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: { address: err.address, network: err.network, message: err.message } });
+      writeRawAnswer(client, egressAnswer('address_denied', err.message));
+    };
+    const literal = denied?.refuseLiteral(request.host);
+    if (literal) return refuseAddress(literal);
     // No Nagle on either leg: a tunnel relays small TLS records that must not wait for an ACK.
-    const upstream: Socket = netConnect({ host: request.host, port: request.port, noDelay: true });
+    const connectOptions: NetConnectOpts = { host: request.host, port: request.port, noDelay: true };
+    if (denied) connectOptions.lookup = denied.lookup;
+    const upstream: Socket = netConnect(connectOptions);
     (client as Partial<Socket>).setNoDelay?.(true);
     tunnels.add(client);
     tunnels.add(upstream);
@@ -266,6 +293,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     });
     upstream.on('error', (err) => {
       if (established || client.destroyed) return;
+      if (err instanceof DeniedAddressError) return refuseAddress(err);
       log.warn({ err, host: request.host, port: request.port }, 'egress upstream unreachable');
       const answer = egressAnswer('upstream_unreachable', `Reins could not reach ${request.host}:${request.port}: ${err.message}`);
       complete({ status: answer.status, end: 'upstream_unreachable', bytesUp: 0, bytesDown: 0 });

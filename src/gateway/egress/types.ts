@@ -4,6 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { DeniedNetworks } from './denied-networks.js';
 
 /** What `authenticate` is given: the Reins token the client sent in `Proxy-Authorization`, and all its headers. */
 export interface EgressCredential {
@@ -36,10 +37,12 @@ export type EgressDecision =
 /**
  * How a decided request or tunnel ended. `forwarded`: the origin answered and the answer reached the client
  * (for a tunnel: it was open and closed without a client-side error); `refused`: `decide` denied it;
+ * `address_denied`: `decide` allowed it, but the host is, or resolved to, an address in `egress.deniedNetworks`
+ * (the client got 403 and nothing was sent);
  * `upstream_unreachable`: no connection to the origin (the client got 502), or the origin broke off mid-answer;
  * `client_aborted`: the client went away first.
  */
-export type EgressEnd = 'forwarded' | 'refused' | 'upstream_unreachable' | 'client_aborted';
+export type EgressEnd = 'forwarded' | 'refused' | 'address_denied' | 'upstream_unreachable' | 'client_aborted';
 
 export interface EgressResult {
   /** The status the client got: the origin's, or 200 for an established tunnel, 403, 502; 499 if none was sent. */
@@ -52,6 +55,14 @@ export interface EgressResult {
   bytesUp: number;
   bytesDown: number;
   durationMs: number;
+  /** With `address_denied`: the address refused, the configured network it is in, and the sentence the client got. */
+  deniedAddress?: DeniedAddress;
+}
+
+export interface DeniedAddress {
+  address: string;
+  network: string;
+  message: string;
 }
 
 /**
@@ -76,4 +87,6 @@ export interface EgressProxyOptions {
   log?: EgressLog;
   /** How long to wait for the TCP connection to an origin before answering 502. Default 10 s. */
   connectTimeoutMs?: number;
+  /** Addresses never connected to, whatever a policy said (checked on the resolved address). Absent: none. */
+  deniedNetworks?: DeniedNetworks;
 }

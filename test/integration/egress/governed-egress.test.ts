@@ -14,6 +14,7 @@ import { inspect } from 'node:util';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
 
 const TLS_DIR = fileURLToPath(new URL('../../fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS_DIR}ca.pem`);
@@ -38,7 +39,7 @@ describeEachStore('egress through Reins', ({ store }) => {
   before(async () => {
     plainPort = await listen(plain);
     tlsPort = await listen(tls);
-    replica = await startTestReplica(store(), { egress: { port: 0 } });
+    replica = await startTestReplica(store(), { egress: { port: 0, deniedNetworks: [...DEFAULT_DENIED_NETWORKS] } });
     admin = new Client(replica.url, ADMIN_TOKEN);
     key = await agentWithKey(admin, 'eng/fetcher');
   });
@@ -126,5 +127,100 @@ describeEachStore('egress through Reins', ({ store }) => {
     });
     assert.equal(raw, 407);
     assert.equal(hits, before);
+  });
+});
+
+/** A raw CONNECT through the proxy: the status line and the body of a refusal (undici only reports an error). */
+function rawConnect(egressUrl: string, token: string, authority: string): Promise<{ status: number; body: string }> {
+  const url = new URL(egressUrl);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method: 'CONNECT', path: authority, headers: { 'proxy-authorization': `Bearer ${token}` } });
+    // node:http hands every answer to a CONNECT to 'connect', a refusal too: its body follows on the socket.
+    req.on('connect', (res, socket, head) => {
+      if (res.statusCode === 200) {
+        socket.destroy();
+        return resolve({ status: 200, body: '' });
+      }
+      let body = head.toString('utf8');
+      socket.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      socket.on('close', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+// Policies decide on the name the agent asked for; the address it resolves to is checked when connecting.
+describeEachStore('egress never connects to a denied network, whatever the policy said', ({ store }) => {
+  let replica: Replica;
+  let defaults: Replica;
+  let admin: Client;
+  let key: string;
+  let connections = 0;
+  const origin = http.createServer((_req, res) => res.end('origin'));
+  origin.on('connection', () => connections++);
+  let port = 0;
+  before(async () => {
+    port = await listen(origin);
+    // Loopback stands in for the private range an operator closes: the test's origin is there.
+    replica = await startTestReplica(store(), { egress: { port: 0, deniedNetworks: ['127.0.0.0/8', '::1/128'] } });
+    defaults = await startTestReplica(store(), { egress: { port: 0, deniedNetworks: [...DEFAULT_DENIED_NETWORKS] } });
+    admin = new Client(replica.url, ADMIN_TOKEN);
+    key = await agentWithKey(admin, 'eng/ssrf');
+    // T3: the allow-list policy lets any host through, so only the address check stands in the way.
+    await admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/ssrf')}`, { tier: 'T3' });
+  });
+  after(async () => {
+    await replica.close();
+    await defaults.close();
+    origin.close();
+  });
+
+  test('a tunnel to a denied address literal, or to a name resolving into a denied network, is refused with 403 and never opened', async () => {
+    const literal = await rawConnect(replica.egressUrl!, key, `127.0.0.1:${port}`);
+    assert.equal(literal.status, 403);
+    assert.match(literal.body, /127\.0\.0\.1 is in 127\.0\.0\.0\/8, a network agents may not reach \(egress\.deniedNetworks\)/);
+    const named = await rawConnect(replica.egressUrl!, key, `localhost:${port}`);
+    assert.equal(named.status, 403);
+    assert.match(named.body, /localhost resolves to (127\.0\.0\.1|::1), in (127\.0\.0\.0\/8|::1\/128)/);
+    assert.equal(connections, 0, 'nothing reached the origin');
+  });
+
+  test('a plain request to a name resolving into a denied network is refused with 403 and audited as refused on its address', async () => {
+    const refused = await fetch(`http://localhost:${port}/x`, {
+      dispatcher: new ProxyAgent({ uri: replica.egressUrl!.replace('http://', `http://agent:${key}@`), proxyTunnel: false }),
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.headers.get('x-reins-egress'), 'address_denied');
+    assert.match(await refused.text(), /localhost resolves to/);
+    assert.equal(connections, 0);
+
+    let events: any[] = [];
+    const found = await waitFor(async () => {
+      events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/ssrf')}`)).body.items;
+      return events.length >= 3;
+    }, 5000);
+    assert.notEqual(found, -1, `three egress events, got ${events.length}`);
+    for (const e of events) {
+      assert.equal(e.outcome, 'refused');
+      assert.equal(e.data.decision, 'allow', 'the policies allowed it');
+      assert.equal(e.data.end, 'address_denied');
+      assert.equal(e.data.refusal.reason, 'address_denied');
+      assert.match(e.data.refusal.network, /^(127\.0\.0\.0\/8|::1\/128)$/);
+    }
+    const request = events.find((e) => e.action === 'egress.request');
+    assert.equal(request.host, 'localhost');
+    assert.match(request.data.refusal.address, /^(127\.0\.0\.1|::1)$/);
+  });
+
+  test('by default the cloud metadata service is out of reach, and loopback is not', async () => {
+    const metadata = await rawConnect(defaults.egressUrl!, key, '169.254.169.254:80');
+    assert.equal(metadata.status, 403);
+    assert.match(metadata.body, /169\.254\.169\.254 is in 169\.254\.0\.0\/16/);
+    const ipv6Metadata = await rawConnect(defaults.egressUrl!, key, '[fd00:ec2::254]:80');
+    assert.equal(ipv6Metadata.status, 403);
+    const allowed = await rawConnect(defaults.egressUrl!, key, `127.0.0.1:${port}`);
+    assert.equal(allowed.status, 200);
+    assert.notEqual(await waitFor(() => connections === 1, 2000), -1);
   });
 });

@@ -10,6 +10,7 @@ import type { Replica } from '../../../src/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
 
 const AGENT = 'eng/Deployment/agent';
 
@@ -22,7 +23,7 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
   const at = (secondsAgo: number) => clock.unix - secondsAgo;
 
   before(async () => {
-    replica = await startGuardReplica(store(), { cluster, clock, config: { egress: { port: 0 } } });
+    replica = await startGuardReplica(store(), { cluster, clock, config: { egress: { port: 0, deniedNetworks: [...DEFAULT_DENIED_NETWORKS] } } });
     admin = new Client(replica.url, ADMIN_TOKEN);
     sensor = new Client(replica.url, await mintSensorToken(admin));
     // The workload's own identity: a Deployment eng/agent joins identity eng/agent by name.

@@ -13,6 +13,7 @@ import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
 import { item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer } from './helpers.js';
 import { FAST, seedCluster } from './kube-helpers.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
 
 const OPENAI = '162.159.140.245';
 
@@ -33,7 +34,7 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     replica = await startGuardReplica(store(), {
       env: { KUBECONFIG: api.kubeconfigPath },
       runtimeGuard: { sensor: { metricsTargets: [metrics.url], scrapeIntervalSeconds: 1 } },
-      config: { egress: { port: 0 } },
+      config: { egress: { port: 0, deniedNetworks: [...DEFAULT_DENIED_NETWORKS] } },
       cluster: (input) => startRuntimeCluster({ ...input, ...FAST }),
     });
     admin = new Client(replica.url, ADMIN_TOKEN);

@@ -52,7 +52,12 @@ runtimeGuard:
     );
     assert.equal(c.providers.openai?.apiKey, 'sk-o');
     assert.equal(c.mcpServers[0]?.headers.Authorization, 'Bearer gh');
-    assert.deepEqual(c.egress, { port: 8081 });
+    assert.deepEqual(c.egress, { port: 8081, deniedNetworks: ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32'] });
+  });
+
+  test('egress.deniedNetworks replaces the default list; [] turns the address check off', () => {
+    assert.deepEqual(load('egress: { port: 8081, deniedNetworks: ["10.0.0.0/8", "fd00::/8", "192.0.2.7"] }').egress?.deniedNetworks, ['10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
+    assert.deepEqual(load('egress: { port: 8081, deniedNetworks: [] }').egress?.deniedNetworks, []);
   });
 
   test('${VAR:-default} supplies a default; an unset ${VAR} names the key', () => {
@@ -66,6 +71,8 @@ runtimeGuard:
     ['bad enum', 'deployment: cloud', 'deployment'],
     ['bad type', 'runtimeGuard: { enabled: "yes" }', 'runtimeGuard.enabled'],
     ['bad port', 'egress: { port: 70000 }', 'egress.port'],
+    ['a denied network that is not one', 'egress: { port: 1, deniedNetworks: ["10.0.0.0/8", "intranet"] }', 'egress.deniedNetworks[1]'],
+    ['a denied network with a bad prefix', 'egress: { port: 1, deniedNetworks: ["10.0.0.0/33"] }', 'egress.deniedNetworks[0]'],
     ['bad interval', 'runtimeGuard: { sensor: { scrapeIntervalSeconds: 0 } }', 'runtimeGuard.sensor.scrapeIntervalSeconds'],
     ['bad url in a list', 'mcpServers: [ { name: a, url: "ftp://x" } ]', 'mcpServers[0].url'],
     ['provider path instead of origin', 'providers: { openai: { baseUrl: "https://api.openai.com/v1" } }', 'providers.openai.baseUrl'],
