@@ -50,7 +50,19 @@ export function registerGatewayMetrics(registry: Registry, auditPending: () => n
       this.set(auditPending());
     },
   });
+  // One child per label combination, found by a string key: prom-client's inc(labels) hashes the label object
+  // on every call, a few µs on each governed call. The combinations are few (providers x outcomes x reasons).
+  const children = new Map<string, { inc(): void }>();
   return {
-    completed: (provider, outcome, refusal) => calls.inc({ provider, outcome, reason: refusal ?? '' }),
+    completed: (provider, outcome, refusal) => {
+      const reason = refusal ?? '';
+      const key = `${provider}\u0000${outcome}\u0000${reason}`;
+      let child = children.get(key);
+      if (!child) {
+        child = calls.labels({ provider, outcome, reason });
+        children.set(key, child);
+      }
+      child.inc();
+    },
   };
 }

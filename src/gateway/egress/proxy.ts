@@ -11,6 +11,7 @@ import { Agent, createServer, request as httpRequest, type ClientRequest, type I
 import { connect as netConnect, type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './answers.js';
+import { ConnectDeadlines } from './connect-deadlines.js';
 import { proxySecret } from './credential.js';
 import { DeniedAddressError } from './denied-networks.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
@@ -47,6 +48,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
   // Idle upstream sockets are dropped after 4 s, before a typical origin's 5 s keep-alive would close them under us.
   const agent = new Agent({ keepAlive: true, timeout: 4_000, scheduling: 'lifo' });
   const tunnels = new Set<Duplex>();
+  const deadlines = new ConnectDeadlines();
 
   function completer(request: EgressRequest<C>, started: number): (result: Omit<EgressResult, 'durationMs'>) => void {
     let reported = false;
@@ -166,7 +168,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       agent,
       ...(denied ? { lookup: denied.lookup } : {}),
     });
-    watchConnect(upstream, request, connectTimeoutMs);
+    watchConnect(upstream, request, connectTimeoutMs, deadlines);
 
     upstream.on('error', (err) => {
       if (err instanceof DeniedAddressError) return refuseAddress(err);
@@ -267,7 +269,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     tunnels.add(upstream);
     let established = false;
     let closed = 0;
-    const timer = setTimeout(() => upstream.destroy(new Error(`connection timed out after ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    deadlines.add(upstream, connectTimeoutMs, () => upstream.destroy(new Error(`connection timed out after ${connectTimeoutMs} ms`)));
 
     const onClosed = () => {
       closed += 1;
@@ -287,7 +289,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       onClosed();
     });
     upstream.once('close', () => {
-      clearTimeout(timer);
+      deadlines.cancel(upstream);
       if (established) endSoon(client);
       onClosed();
     });
@@ -300,7 +302,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       writeRawAnswer(client, answer);
     });
     upstream.once('connect', () => {
-      clearTimeout(timer);
+      deadlines.cancel(upstream);
       if (client.destroyed) return;
       established = true;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -342,6 +344,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       for (const socket of tunnels) socket.destroy();
+      deadlines.close();
       agent.destroy();
       await closed;
     },
@@ -349,12 +352,12 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
 }
 
 /** A connect deadline for a plain request's upstream socket (a reused keep-alive socket is already connected). */
-function watchConnect(upstream: ClientRequest, target: EgressTarget, timeoutMs: number): void {
+function watchConnect(upstream: ClientRequest, target: EgressTarget, timeoutMs: number, deadlines: ConnectDeadlines): void {
   upstream.once('socket', (socket: Socket) => {
     if (!socket.connecting) return;
-    const timer = setTimeout(() => upstream.destroy(new Error(`connection to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)), timeoutMs);
-    socket.once('connect', () => clearTimeout(timer));
-    socket.once('close', () => clearTimeout(timer));
+    deadlines.add(socket, timeoutMs, () => upstream.destroy(new Error(`connection to ${target.host}:${target.port} timed out after ${timeoutMs} ms`)));
+    socket.once('connect', () => deadlines.cancel(socket));
+    socket.once('close', () => deadlines.cancel(socket));
   });
 }
 
