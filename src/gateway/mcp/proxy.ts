@@ -617,7 +617,10 @@ export class McpGateway<C> {
     });
     res.once('close', () => {
       if (!res.writableFinished) stream.destroy();
-      exchange.finish(status, res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted');
+      const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
+      // A turn later, behind the reading of the answer (queued when the answer ended, below), which reports each
+      // call with what its result said; this only ends the calls no answer reached.
+      setImmediate(() => exchange.finish(status, end));
     });
     const headers = downstreamHeaders(answer.headers);
     const kind = mediaKind(answer.headers['content-type']);
@@ -631,6 +634,7 @@ export class McpGateway<C> {
       return answerLocally(res, header(req.headers, 'accept'), exchange.refusals);
     }
     res.writeHead(status, headers);
+    stream.pipe(res);
     if (kind === 'json' && exchange.observes) {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -638,11 +642,13 @@ export class McpGateway<C> {
         size += chunk.length;
         if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
       });
+      // After the answer is on its way: reading it (the call's audit event, a listing's annotations) is not the
+      // client's wait. Listeners after pipe's, and the work a turn later, since node:http writes the last bytes
+      // when it uncorks the socket on the next tick. It still runs before the next request from the client is read.
       stream.once('end', () => {
-        if (size <= OBSERVED_JSON_LIMIT) this.observeJson(Buffer.concat(chunks), exchange);
+        if (size <= OBSERVED_JSON_LIMIT) setImmediate(() => this.observeJson(Buffer.concat(chunks), exchange));
       });
     }
-    stream.pipe(res);
   }
 
   private observeJson(raw: Buffer, exchange: Exchange<C>): unknown[] | null {

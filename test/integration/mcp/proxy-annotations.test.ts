@@ -52,6 +52,23 @@ for (const json of [false, true]) {
       assert.deepEqual(h.decided.at(-1)?.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
     });
 
+    // The answer is read after it went on to the client; what it said must still reach the call's report.
+    test('a tool’s own error result and a plain result are each reported with what the result said', async () => {
+      const before = h.completed.length;
+      const broken = await client.callTool({ name: 'broken', arguments: {} });
+      assert.equal(broken.isError, true);
+      const fine = await client.callTool({ name: 'read_file', arguments: { path: 'y' } });
+      assert.equal(textOf(fine), 'contents of y');
+      const done = (await h.completions(before + 2)).slice(before);
+      assert.deepEqual(
+        done.map((d) => [d.call.tool, d.result.end, d.result.isError]),
+        [
+          ['broken', 'forwarded', true],
+          ['read_file', 'forwarded', false],
+        ],
+      );
+    });
+
     test('a batch: each tools/call is decided; refused ones are answered by Reins, the rest by the upstream', async () => {
       const session = await rawSession(h.url);
       const before = h.completed.length;
