@@ -21,6 +21,7 @@ import type { ReconciliationResult } from './types.js';
 import { resolveWindow } from './window.js';
 import { warmUpAnswerPath } from './warm-up.js';
 import { podLevelWorkload, resolveWorkload } from './workload.js';
+import { SelfPodHistory } from './self-pod-history.js';
 
 export interface StatusPayload {
   enabled: boolean;
@@ -118,6 +119,7 @@ function emptyStatus(reason: string): StatusPayload {
 export class RuntimeGuard {
   private readonly feed: ObservationFeed | null = null;
   private readonly calls: GovernedCallFeed | null = null;
+  private readonly selfPods: SelfPodHistory | null = null;
   private readonly scraper: IngestLagScraper | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<void> | null = null;
@@ -137,8 +139,10 @@ export class RuntimeGuard {
     if (enablement.enabled && cluster) {
       this.feed = new ObservationFeed(db, { nowMs: this.nowMs });
       this.calls = new GovernedCallFeed(db, { nowMs: this.nowMs });
+      this.selfPods = new SelfPodHistory(db, this.nowMs);
       const feed = this.feed;
       const calls = this.calls;
+      const selfPods = this.selfPods;
       const tailEveryMs = options.tailEveryMs ?? 1000;
       // While rows keep arriving (sensors flushing, a burst), read again soon after a read that found some: an answer
       // then has at most that fraction of a second of rows left to read itself. Idle, once per `tailEveryMs`.
@@ -146,6 +150,8 @@ export class RuntimeGuard {
       let again: NodeJS.Timeout | null = null;
       const tail = (): void => {
         const before = feed.index.size + calls.index.size;
+        const known = cluster.facts()?.selfPods;
+        if (known && known.length > 0) selfPods.remember(known).catch(onError("runtime guard: remembering the service's own pods"));
         Promise.all([
           feed.catchUp().catch(onError('runtime guard: reading new observations')),
           calls.catchUp().catch(onError('runtime guard: reading new audit events')),
@@ -281,10 +287,10 @@ export class RuntimeGuard {
   async reconciliation(windowRaw: string | undefined, timings?: Record<string, number>): Promise<ReconciliationPayload> {
     const nowUnix = this.nowUnix();
     const window = resolveWindow(nowUnix, windowRaw);
-    if (!this.enablement.enabled || !this.cluster || !this.feed || !this.calls) {
+    if (!this.enablement.enabled || !this.cluster || !this.feed || !this.calls || !this.selfPods) {
       return { enabled: false, reason: this.disabledReason(), ...window, rows: [], networkDetectorDisabled: false, disabledReason: '', ingestLag: NEVER_SCRAPED };
     }
-    const facts = this.cluster.facts();
+    const liveFacts = this.cluster.facts();
     let t = performance.now();
     const lap = (name: string): void => {
       const now = performance.now();
@@ -297,8 +303,17 @@ export class RuntimeGuard {
       if (timings) timings[name] = performance.now() - start;
       return value;
     };
-    // In parallel: new observations and new audit events into the indexes, the last lag scrape.
-    const [, , ingestLag] = await Promise.all([timed('index', this.feed.catchUp()), timed('calls', this.calls.catchUp()), readIngestLag(this.db)]);
+    // In parallel: new observations and new audit events into the indexes, the last lag scrape, the service's own
+    // pods as every replica saw them (a previous pod this replica never saw is still the service's).
+    const [, , ingestLag, selfPods] = await Promise.all([
+      timed('index', this.feed.catchUp()),
+      timed('calls', this.calls.catchUp()),
+      readIngestLag(this.db),
+      this.selfPods.merged(liveFacts?.selfPods ?? []),
+    ]);
+    // Not `{ ...liveFacts, selfPods }`: the classifier's memo keeps the large arrays by identity, and Object.assign
+    // keeps them (and the object's fast shape).
+    const facts = liveFacts ? Object.assign({}, liveFacts, { selfPods }) : null;
     t = performance.now();
     // The index's aggregate is rewritten by its next call: it goes to the engine in this same synchronous step.
     const observations = this.feed.index.aggregate(window);

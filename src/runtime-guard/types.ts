@@ -94,6 +94,8 @@ export interface SelfPodFact {
   namespace: string;
   name: string;
   ip: string;
+  /** A previous pod: when it went (or stopped being one of the service's own). Absent for a current pod. */
+  goneAtUnix?: number;
 }
 
 export interface ClusterFacts {

@@ -35,8 +35,7 @@ import { buildOwnerIndex, resolveWorkload, type OwnerIndex } from '../workload.j
 import { makeApi, unixSeconds } from './client.js';
 import { Reflector, type ListPage, type ObjectMeta } from './reflector.js';
 import { sensorMetricsPort } from './sensor-discovery.js';
-
-export const SELF_POD_MEMORY_MS = 25 * 60 * 60 * 1000;
+import { SELF_POD_MEMORY_MS } from '../self-pod-history.js';
 
 // ---- Loose shapes of the objects: typed list items and raw watch events have the same field names.
 
@@ -474,7 +473,9 @@ export class ClusterFactsCache {
     const now = this.now();
     for (const [key, pod] of this.previousSelf) if (now - pod.goneAtMs > this.memoryMs) this.previousSelf.delete(key);
     const out: SelfPodFact[] = [...this.currentSelf.values()];
-    for (const [key, pod] of this.previousSelf) if (!this.currentSelf.has(key)) out.push({ namespace: pod.namespace, name: pod.name, ip: pod.ip });
+    for (const [key, pod] of this.previousSelf) {
+      if (!this.currentSelf.has(key)) out.push({ namespace: pod.namespace, name: pod.name, ip: pod.ip, goneAtUnix: Math.floor(pod.goneAtMs / 1000) });
+    }
     return out;
   }
 }

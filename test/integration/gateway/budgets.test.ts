@@ -63,7 +63,8 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     assert.equal(rule.status, 201);
     const client = openai(w.replica.url, key);
     const concurrency = 12;
-    // max_tokens 1 keeps each reservation tiny, so admission rests on spent + reserved < limit alone.
+    // max_tokens 1 keeps each reservation small (the ~85-byte body at 4 bytes a token and 1 output token: $0.0023,
+    // a little above a call's real cost), so admission rests on spent + reserved < limit alone.
     const results = await Promise.allSettled(
       Array.from({ length: concurrency * 3 }, () => client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })),
     );
@@ -75,15 +76,38 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
       assert.match(r.reason.message, /racer daily.*used up.*budget top-up/);
       assert.equal(r.reason.headers?.get('x-should-retry'), 'false');
     }
-    let usage: any;
-    await waitFor(async () => {
-      usage = (await w.admin.get(`/api/v1/budget-rules/${rule.body.id}/usage`)).body.items[0];
-      return usage && usage.reservedUsd === 0;
-    }, 3000);
+    const settled = async () => {
+      let usage: any;
+      const found = await waitFor(async () => {
+        usage = (await w.admin.get(`/api/v1/budget-rules/${rule.body.id}/usage`)).body.items[0];
+        return usage && usage.reservedUsd === 0;
+      }, 5000);
+      assert.notEqual(found, -1, `reservations still held: ${JSON.stringify(usage)}`);
+      return usage as { spentUsd: number; reservedUsd: number };
+    };
+    let usage = await settled();
     assert.ok(Math.abs(usage.spentUsd - admitted * CALL_COST) < 1e-9, `spent ${usage.spentUsd} for ${admitted} calls`);
     assert.ok(usage.spentUsd <= limitUsd + concurrency * CALL_COST, `overspent: ${usage.spentUsd} against ${limitUsd}`);
-    // Spent is now at or past the limit: the next call is refused whatever its size.
-    await assert.rejects(client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }), OpenAI.RateLimitError);
+    // When every call reserved before any ended, the refusals counted reservations that ended below their estimate:
+    // spent may stop short of the limit. One call at a time, calls pass until spent plus the next estimate reaches
+    // the limit, and the next is refused whatever its size.
+    let sequential = 0;
+    for (;;) {
+      const call = client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+      const outcome = await call.then(
+        () => 'admitted' as const,
+        (err: unknown) => err,
+      );
+      if (outcome !== 'admitted') {
+        assert.ok(outcome instanceof OpenAI.RateLimitError, String(outcome));
+        break;
+      }
+      sequential += 1;
+      assert.ok(admitted + sequential <= 5, `admitted ${admitted} at once and ${sequential} one by one: more than the five calls the limit buys`);
+    }
+    usage = await settled();
+    assert.ok(Math.abs(usage.spentUsd - (admitted + sequential) * CALL_COST) < 1e-9, `spent ${usage.spentUsd}`);
+    assert.ok(usage.spentUsd + 2 * CALL_COST > limitUsd, `refused with ${usage.spentUsd} spent of ${limitUsd}: the next estimate fits`);
     const refusedEvent = await llmEvent(w.admin, (e) => e.outcome === 'refused', '&identity=spend%2Fracer');
     assert.equal(refusedEvent.data.refusal.reason, 'budget');
   });

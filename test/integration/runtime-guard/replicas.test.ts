@@ -1,11 +1,12 @@
 /**
- * Two replicas on one store: observations ingested on A are in B's reconciliation and observations answers, and
- * the lag the leader scraped is the figure both replicas answer.
+ * Two replicas on one store: observations ingested on A are in B's reconciliation and observations answers, the
+ * lag the leader scraped is the figure both replicas answer, and a previous pod of the service that only A saw is
+ * the service's own in B's answer too.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, enc } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer, TestClock } from './helpers.js';
 
@@ -15,7 +16,8 @@ describeEachStore('runtime guard across replicas', ({ store }) => {
   let metrics: Awaited<ReturnType<typeof startMetricsServer>>;
   const clock = new TestClock();
   const clusterA = new FakeCluster(clock, makeFacts());
-  const clusterB = new FakeCluster(clock, makeFacts());
+  // B started after the service's previous pod reins-4a-old went away: its own facts never saw that pod.
+  const clusterB = new FakeCluster(clock, makeFacts({ selfPods: makeFacts().selfPods.filter((p) => p.name !== 'reins-4a-old') }));
   clusterB.leader = false;
 
   before(async () => {
@@ -60,5 +62,27 @@ describeEachStore('runtime guard across replicas', ({ store }) => {
     const fromB = (await new Client(b.url, ADMIN_TOKEN).get('/api/v1/runtime/status')).body.ingestLag;
     assert.equal(fromA.lag, 3);
     assert.deepEqual(fromB, fromA);
+  });
+
+  test("findings of a previous pod of the service are dropped by every replica, also one that never saw the pod", async () => {
+    assert.ok(!clusterB.facts()!.selfPods.some((p) => p.name === 'reins-4a-old'));
+    const sensor = new Client(a.url, await mintSensorToken(new Client(a.url, ADMIN_TOKEN)));
+    const sent = await sensor.post(
+      '/api/v1/runtime/sensor/reports',
+      report('node-a', [
+        item({ namespace: 'reins', podName: 'reins-4a-old', podIP: '10.244.9.1', destIP: IP.openai, count: 2, observedAt: clock.unix - 10 }),
+        // A pod of the namespace that is not the service's: its finding stays.
+        item({ namespace: 'reins', podName: 'reins-debug', podIP: '10.244.9.7', destIP: IP.openai, observedAt: clock.unix - 10 }),
+      ]),
+    );
+    assert.equal(sent.status, 200);
+    const keys = async (replica: Replica) =>
+      ((await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/runtime/reconciliation')).body.rows as { workloadKey: string }[])
+        .map((r) => r.workloadKey)
+        .filter((k) => k.startsWith('reins/'));
+    assert.deepEqual(await keys(a), ['reins/Pod/reins-debug']);
+    // A writes the pods it knows as the service's own on its next background read (every second).
+    assert.notEqual(await waitFor(async () => (await keys(b)).length === 1, 5000), -1, `B answers ${JSON.stringify(await keys(b))}`);
+    assert.deepEqual(await keys(b), ['reins/Pod/reins-debug']);
   });
 });
