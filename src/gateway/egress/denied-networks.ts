@@ -49,6 +49,11 @@ export class DeniedAddressError extends Error {
     );
     this.name = 'DeniedAddressError';
   }
+
+  /** What the audit event records of the refusal. */
+  get denied(): { address: string; network: string; message: string } {
+    return { address: this.address, network: this.network, message: this.message };
+  }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

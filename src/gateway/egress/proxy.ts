@@ -153,7 +153,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       const answer = egressAnswer('address_denied', err.message);
       status = answer.status;
       refuse(req, res, answer);
-      complete({ status, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: { address: err.address, network: err.network, message: err.message } });
+      complete({ status, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
     };
     const literal = denied?.refuseLiteral(request.host);
     if (literal) return refuseAddress(literal);
@@ -255,7 +255,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     clientFailed: () => boolean,
   ): void {
     const refuseAddress = (err: DeniedAddressError) => {
-      complete({ status: 403, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: { address: err.address, network: err.network, message: err.message } });
+      complete({ status: 403, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
       writeRawAnswer(client, egressAnswer('address_denied', err.message));
     };
     const literal = denied?.refuseLiteral(request.host);
