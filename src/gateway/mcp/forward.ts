@@ -27,13 +27,16 @@ function forwarded(name: string): boolean {
 /** The client's transport headers, then the server's configured ones (which win, e.g. its Authorization). */
 export function upstreamHeaders(client: IncomingHttpHeaders, configured: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(client)) {
+  // for-in and Object.assign rather than Object.entries and a spread: this runs on every forwarded POST, and on
+  // Node 20's V8 the spread of two header objects into a third was a few µs of it.
+  for (const name in client) {
+    const value = client[name];
     if (value === undefined || !forwarded(name)) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   // The proxy reads tools/list results and call answers on the way: they must arrive as sent, not compressed.
   out['accept-encoding'] = 'identity';
-  return { ...out, ...configured };
+  return Object.assign(out, configured);
 }
 
 /** A configured server resolved once: the pool's origin, the request path, its headers in lower case. */
