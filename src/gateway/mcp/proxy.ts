@@ -169,6 +169,20 @@ function parseEventData(event: SseEvent): unknown[] {
   }
 }
 
+/**
+ * A body's chunks as they pass, kept while their total stays within `limit` bytes; at its end `onEnd` gets the kept
+ * ones and whether they are the whole body.
+ */
+function collectUpTo(stream: Dispatcher.ResponseData['body'], limit: number, onEnd: (chunks: Buffer[], whole: boolean) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= limit) chunks.push(chunk);
+  });
+  stream.once('end', () => onEnd(chunks, size <= limit));
+}
+
 /** The upstream's answer to one request of the gateway's own, in a JSON or SSE body. */
 function findAnswer(text: string, kind: 'sse' | 'json' | 'other', id: string): unknown {
   let messages: unknown[] = [];
@@ -636,17 +650,11 @@ export class McpGateway<C> {
     res.writeHead(status, headers);
     stream.pipe(res);
     if (kind === 'json' && exchange.observes) {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
-      });
       // After the answer is on its way: reading it (the call's audit event, a listing's annotations) is not the
       // client's wait. Listeners after pipe's, and the work a turn later, since node:http writes the last bytes
       // when it uncorks the socket on the next tick. It still runs before the next request from the client is read.
-      stream.once('end', () => {
-        if (size <= OBSERVED_JSON_LIMIT) setImmediate(() => this.observeJson(Buffer.concat(chunks), exchange));
+      collectUpTo(stream, OBSERVED_JSON_LIMIT, (chunks, whole) => {
+        if (whole) setImmediate(() => this.observeJson(Buffer.concat(chunks), exchange));
       });
     }
   }
@@ -706,15 +714,9 @@ export class McpGateway<C> {
    * messages go on as SSE events; an HTTP error becomes a JSON-RPC error for each call it leaves unanswered.
    */
   private relayIntoHeldStream(res: ServerResponse, status: number, stream: Dispatcher.ResponseData['body'], kind: 'sse' | 'json' | 'other', exchange: Exchange<C>): void {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
-    });
-    stream.once('end', () => {
+    collectUpTo(stream, OBSERVED_JSON_LIMIT, (chunks, whole) => {
       const raw = Buffer.concat(chunks);
-      const messages = status < 300 && kind === 'json' && size <= OBSERVED_JSON_LIMIT ? (this.observeJson(raw, exchange) ?? []) : [];
+      const messages = status < 300 && kind === 'json' && whole ? (this.observeJson(raw, exchange) ?? []) : [];
       const out: object[] = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m) as object)];
       if (status >= 300) {
         out.push(...heldStreamErrors(exchange, `The MCP server "${exchange.upstream.name}" answered HTTP ${status}: ${raw.subarray(0, 300).toString('utf8')}`));
