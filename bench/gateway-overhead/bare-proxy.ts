@@ -9,6 +9,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
 import { installDiagnostics } from './diagnostics.js';
+import { announceReady, endWithRunner } from './server-child.js';
 
 if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
 
@@ -48,8 +49,6 @@ server.headersTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  process.stdout.write(`${JSON.stringify({ ready: `http://127.0.0.1:${address.port}` })}\n`);
+  announceReady(`http://127.0.0.1:${address.port}`);
 });
-process.on('SIGTERM', () => process.exit(0));
-// The runner holds our stdin: when it goes away, however it died, so does this server.
-process.stdin.on('end', () => process.exit(0)).resume();
+endWithRunner();

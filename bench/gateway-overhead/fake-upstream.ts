@@ -8,6 +8,7 @@
  */
 import { createServer } from 'node:http';
 import { COMPLETION_BODY, UPSTREAM_KEY } from './payloads.js';
+import { announceReady, endWithRunner } from './server-child.js';
 
 const body = Buffer.from(COMPLETION_BODY);
 const expectedAuth = `Bearer ${UPSTREAM_KEY}`;
@@ -55,8 +56,6 @@ server.headersTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  process.stdout.write(`${JSON.stringify({ ready: `http://127.0.0.1:${address.port}` })}\n`);
+  announceReady(`http://127.0.0.1:${address.port}`);
 });
-process.on('SIGTERM', () => process.exit(0));
-// The runner holds our stdin: when it goes away, however it died, so does this server.
-process.stdin.on('end', () => process.exit(0)).resume();
+endWithRunner();

@@ -13,6 +13,7 @@ const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof impor
 const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
 import { installDiagnostics } from './diagnostics.js';
 import { UPSTREAM_KEY } from './payloads.js';
+import { announceReady, endWithRunner } from './server-child.js';
 
 if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
 
@@ -24,7 +25,7 @@ const config = loadConfig(
   {
     HOST: '127.0.0.1',
     PORT: '0',
-    // Without a database URL: embedded PGlite in memory, which runs inside this process and on its event loop.
+    // Without a database URL: embedded PGlite in memory, in a worker thread of this process.
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { REINS_DATA_DIR: 'memory' }),
     REINS_BOOTSTRAP_ADMIN_TOKEN: admin,
     LOG_LEVEL: 'warn',
@@ -32,17 +33,5 @@ const config = loadConfig(
   yaml,
 );
 const replica = await startReplica(config);
-process.stdout.write(`${JSON.stringify({ ready: replica.url })}\n`);
-
-let closing = false;
-const close = () => {
-  if (closing) return;
-  closing = true;
-  replica.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.on('SIGTERM', close);
-// The runner holds our stdin: when it goes away, however it died, so does this server.
-process.stdin.on('end', close).resume();
+announceReady(replica.url);
+endWithRunner(() => replica.close());

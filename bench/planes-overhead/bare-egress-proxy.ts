@@ -9,6 +9,7 @@
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { installProfileSwitch } from './profile-switch.js';
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
 // profile.ts --cpu-prof profiles the bare proxy too, to set its areas beside Reins'.
 await installProfileSwitch('bare-egress');
@@ -47,7 +48,5 @@ server.on('connect', (req, client, head: Buffer) => {
 
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address() as AddressInfo;
-process.stdout.write(`${JSON.stringify({ ready: `http://127.0.0.1:${port}` })}\n`);
-process.on('SIGTERM', () => process.exit(0));
-// The runner holds our stdin: when it goes away, however it died, so does this server.
-process.stdin.on('end', () => process.exit(0)).resume();
+announceReady(`http://127.0.0.1:${port}`);
+endWithRunner();

@@ -11,14 +11,14 @@
  * The servers print {"ready":"tcp://127.0.0.1:<port>"}; the client prints {"p50":ms,"p99":ms}.
  */
 import { type AddressInfo, connect, createServer } from 'node:net';
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
 const MESSAGE = Buffer.alloc(400, 'x');
 
 function listen(onSocket: Parameters<typeof createServer>[1]): void {
   const server = createServer({ noDelay: true }, onSocket);
-  server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${JSON.stringify({ ready: `tcp://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
-  });
+  server.listen(0, '127.0.0.1', () => announceReady(`tcp://127.0.0.1:${(server.address() as AddressInfo).port}`));
+  endWithRunner();
 }
 
 const [role, ...rest] = process.argv.slice(2);

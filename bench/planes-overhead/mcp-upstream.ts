@@ -14,6 +14,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { TOOL_NAME, toolAnswer } from './payloads.js';
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
 let toolCalls = 0;
 
@@ -79,5 +80,5 @@ const http = createServer((req, res) => {
 http.keepAliveTimeout = 60_000;
 await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
 const { port } = http.address() as AddressInfo;
-process.stdout.write(`${JSON.stringify({ ready: `http://127.0.0.1:${port}/mcp` })}\n`);
-process.stdin.on('end', () => process.exit(0)).resume();
+announceReady(`http://127.0.0.1:${port}/mcp`);
+endWithRunner();

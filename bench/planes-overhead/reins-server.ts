@@ -12,6 +12,7 @@ const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof impor
 const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
 import { MCP_SERVER_NAME } from './payloads.js';
 import { installProfileSwitch } from './profile-switch.js';
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
 const [mcpUpstream, admin, databaseUrl] = process.argv.slice(2);
 if (!mcpUpstream || !admin) throw new Error('usage: reins-server.ts <mcp upstream url> <admin token> [<postgres url>]');
@@ -31,16 +32,5 @@ const replica = await startReplica(config);
 if (!replica.egressUrl) throw new Error('the egress proxy did not start');
 await installProfileSwitch('reins');
 process.stdout.write(`${JSON.stringify({ egress: replica.egressUrl })}\n`);
-process.stdout.write(`${JSON.stringify({ ready: replica.url })}\n`);
-
-let closing = false;
-const close = () => {
-  if (closing) return;
-  closing = true;
-  replica.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.on('SIGTERM', close);
-process.stdin.on('end', close).resume();
+announceReady(replica.url);
+endWithRunner(() => replica.close());

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ORIGIN_BODY, TLS_DIR } from './payloads.js';
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
 let served = 0;
 let connections = 0;
@@ -35,5 +36,5 @@ server.on('secureConnection', () => connections++);
 server.keepAliveTimeout = 60_000;
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const { port } = server.address() as AddressInfo;
-process.stdout.write(`${JSON.stringify({ ready: `https://127.0.0.1:${port}` })}\n`);
-process.stdin.on('end', () => process.exit(0)).resume();
+announceReady(`https://127.0.0.1:${port}`);
+endWithRunner();

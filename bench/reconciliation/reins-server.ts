@@ -6,6 +6,8 @@
  * Run as a child: node --import tsx bench/reconciliation/reins-server.ts <postgres url> <admin token> <metrics url>
  * with KUBECONFIG set; prints {"ready":"<url>"}.
  */
+import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
+
 const dist = new URL('../../dist/', import.meta.url).href;
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
 const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
@@ -35,16 +37,5 @@ const config = loadConfig(
   yaml,
 );
 const replica = await startReplica(config);
-process.stdout.write(`${JSON.stringify({ ready: replica.url })}\n`);
-
-let closing = false;
-const close = () => {
-  if (closing) return;
-  closing = true;
-  replica.close().then(
-    () => process.exit(0),
-    () => process.exit(1),
-  );
-};
-process.on('SIGTERM', close);
-process.stdin.on('end', close).resume();
+announceReady(replica.url);
+endWithRunner(() => replica.close());

@@ -10,7 +10,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -305,6 +305,7 @@ async function main(): Promise<void> {
       '',
     ].join('\n');
     const outDir = args.out ?? (FULL ? HERE : os.tmpdir());
+    mkdirSync(outDir, { recursive: true });
     const mdPath = join(outDir, FULL ? 'RESULTS.md' : 'RESULTS.quick.md');
     writeFileSync(mdPath, md);
     writeFileSync(join(outDir, FULL ? 'results.json' : 'results.quick.json'), `${JSON.stringify({ ...summary, targets }, null, 2)}\n`);
