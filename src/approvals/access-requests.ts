@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import type { Actor as Caller } from '../identity/actor.js';
+import { credentialOf, type Actor as Caller } from '../identity/actor.js';
 import { parseIdentityId } from '../identity/ids.js';
 import { AppError, invalid, notFound } from '../http/errors.js';
 import { matchingRule } from '../gateway/metering/budget-rules.js';
@@ -191,9 +191,27 @@ function toRequest(r: RequestRow, decisions: RequestDecisionView[]): AccessReque
 
 /** The decision core's view of a caller: the identity id and role from the credential or session. */
 export function approverOf(caller: Caller): Actor {
-  if (caller.kind === 'developer') return { id: caller.identityId, role: caller.role };
+  if (caller.kind === 'developer') return { id: caller.identityId, role: caller.role, issuedBy: caller.issuedBy ?? null };
   if (caller.kind === 'system') return { id: `system:${caller.name}`, role: 'system' };
   return { id: caller.kind === 'agent' ? caller.identityId : `sensor:${caller.name}`, role: 'developer' };
+}
+
+/**
+ * An identity id can be deleted and created again; the new identity inherits nothing of the old one's. A request
+ * or grant older than the identity now carrying its id belongs to the earlier one, so a developer's own view (and
+ * a co-signer's vote) only counts rows created since their identity was.
+ */
+const SINCE_IDENTITY = (param: string) => `created_at >= (SELECT created_at FROM identities WHERE id = ${param})`;
+
+async function identityCreatedAt(q: Queryable, caller: Caller): Promise<number> {
+  if (caller.kind !== 'developer') return Number.POSITIVE_INFINITY;
+  const r = await q.query<{ created_at: Date }>('SELECT created_at FROM identities WHERE id = $1', [caller.identityId]);
+  return r.rows[0]?.created_at.getTime() ?? Number.POSITIVE_INFINITY;
+}
+
+/** Whether a developer may read a request: their own, or one naming them as a co-signer, since their identity was created. */
+function involves(row: Pick<RequestRow, 'requester' | 'required_approvers' | 'created_at'>, caller: Caller, since: number): boolean {
+  return caller.kind === 'developer' && row.created_at.getTime() >= since && (row.requester === caller.identityId || row.required_approvers.includes(caller.identityId));
 }
 
 function isAdminOrViewer(caller: Caller): boolean {
@@ -208,6 +226,9 @@ export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'dev
   if (input.type === 'budget_topup' && !(input.requestedAmountUsd !== undefined && input.requestedAmountUsd > 0)) {
     throw invalid('body.requestedAmountUsd: a budget top-up names a positive amount in USD');
   }
+  // Naming yourself is a mistake to point out: your approval would never count. An exception rule that names the
+  // requester among everyone's co-signers is not: the request is accepted and only her own approval is refused.
+  if ((input.requiredApprovers ?? []).includes(caller.identityId)) throw invalid('body.requiredApprovers: you cannot co-sign your own request');
   return db.transaction(async (tx) => {
     let required = [...new Set(input.requiredApprovers ?? [])];
     if (input.type === 'exception') {
@@ -219,7 +240,6 @@ export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'dev
     }
     for (const approver of required) {
       if (parseIdentityId(approver) === null) throw invalid(`body.requiredApprovers: "${approver}" is not an identity id`);
-      if (approver === caller.identityId) throw invalid('body.requiredApprovers: you cannot co-sign your own request');
       const known = await tx.query(`SELECT 1 FROM identities WHERE id = $1 AND kind = 'developer'`, [approver]);
       if (known.rows.length === 0) throw invalid(`body.requiredApprovers: no developer identity ${approver}`);
     }
@@ -277,7 +297,7 @@ export async function listRequests(q: Queryable, caller: Caller, filter: Request
     // role, spec rule 8), whatever else they ask for; `requester` narrows within that.
     const me = caller.kind === 'developer' ? caller.identityId : '';
     const at = params.push(me);
-    where.push(`(requester = $${at} OR $${at} = ANY(required_approvers))`);
+    where.push(`(requester = $${at} OR $${at} = ANY(required_approvers)) AND ${SINCE_IDENTITY(`$${at}`)}`);
     if (filter.requester) where.push(`requester = $${params.push(filter.requester)}`);
   }
   if (filter.state) where.push(`state = $${params.push(filter.state)}`);
@@ -294,7 +314,7 @@ export async function getRequest(q: Queryable, caller: Caller, id: string): Prom
   const r = await q.query<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM access_requests WHERE id = $1`, [id]);
   const row = r.rows[0];
   // Someone else's request is reported as absent to a developer, so ids cannot be probed.
-  const mayRead = row && (isAdminOrViewer(caller) || (caller.kind === 'developer' && (row.requester === caller.identityId || row.required_approvers.includes(caller.identityId))));
+  const mayRead = row && (isAdminOrViewer(caller) || involves(row, caller, await identityCreatedAt(q, caller)));
   if (!row || !mayRead) throw notFound(`no access request ${id}`);
   return toRequest(row, (await decisionsOf(q, [id])).get(id) ?? []);
 }
@@ -322,8 +342,11 @@ export async function decide(db: Db, caller: Caller, id: string, action: Request
   const result = await db.transaction(async (tx): Promise<Settled<DecisionOutcome>> => {
     const r = await tx.query<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM access_requests WHERE id = $1 FOR UPDATE`, [id]);
     const row = r.rows[0];
-    const mayRead = row && (isAdminOrViewer(caller) || (caller.kind === 'developer' && (row.requester === caller.identityId || row.required_approvers.includes(caller.identityId))));
+    const since = await identityCreatedAt(tx, caller);
+    const mayRead = row && (isAdminOrViewer(caller) || involves(row, caller, since));
     if (!row || !mayRead) throw notFound(`no access request ${id}`);
+    // A co-signer named before their identity was deleted and created again is not this identity.
+    const requiredApprovers = row.created_at.getTime() >= since ? row.required_approvers : row.required_approvers.filter((a) => a !== approver.id);
     const decisions = (await decisionsOf(tx, [id])).get(id) ?? [];
     const grant = row.grant_id
       ? (await tx.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1 FOR UPDATE`, [row.grant_id])).rows[0]
@@ -333,7 +356,7 @@ export async function decide(db: Db, caller: Caller, id: string, action: Request
       {
         state: row.state,
         requester: row.requester,
-        requiredApprovers: row.required_approvers,
+        requiredApprovers,
         decisions: decisions.map((d) => ({ approver: d.approver, decision: d.decision, ...(d.reason ? { reason: d.reason } : {}), at: Date.parse(d.at) })),
         grantState: grant ? effectiveGrantState(grant, now) : null,
         grantExpiresAt: grant ? grant.expires_at.getTime() : null,
@@ -370,7 +393,7 @@ export async function decide(db: Db, caller: Caller, id: string, action: Request
       actor: caller,
       outcome: 'refused',
       subject: id,
-      data: { requestId: id, code: refusal.code, message: refusal.message },
+      data: { requestId: id, code: refusal.code, message: refusal.message, ...credentialOf(caller) },
     });
     throw new AppError(refusalStatus(refusal.code) === 403 ? 'forbidden' : refusalStatus(refusal.code) === 409 ? 'conflict' : 'invalid_request', refusal.message);
   }
@@ -462,7 +485,12 @@ async function applyEffect(
         action: effect.action,
         actor: caller,
         subject: row.requester,
-        data: { requestId: row.id, ...(ctx.grantId ? { grantId: ctx.grantId } : {}), ...(ctx.action.kind === 'deny' ? { reason: ctx.action.reason } : {}) },
+        data: {
+          requestId: row.id,
+          ...(ctx.grantId ? { grantId: ctx.grantId } : {}),
+          ...(ctx.action.kind === 'deny' ? { reason: ctx.action.reason } : {}),
+          ...credentialOf(caller),
+        },
       });
       return ctx.grantId;
   }
@@ -524,6 +552,7 @@ export async function listGrants(q: Queryable, caller: Caller, filter: { develop
   const params: unknown[] = [];
   const developer = isAdminOrViewer(caller) ? filter.developerId : caller.kind === 'developer' ? caller.identityId : '';
   if (developer) where.push(`developer_id = $${params.push(developer)}`);
+  if (!isAdminOrViewer(caller)) where.push(SINCE_IDENTITY(`$${params.push(caller.kind === 'developer' ? caller.identityId : '')}`));
   if (filter.policyName) where.push(`policy_name = $${params.push(filter.policyName)}`);
   const r = await q.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id LIMIT 500`, params);
   return r.rows.map(toGrant);
@@ -532,7 +561,8 @@ export async function listGrants(q: Queryable, caller: Caller, filter: { develop
 export async function getGrant(q: Queryable, caller: Caller, id: string): Promise<Grant> {
   const r = await q.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1`, [id]);
   const row = r.rows[0];
-  if (!row || !(isAdminOrViewer(caller) || (caller.kind === 'developer' && row.developer_id === caller.identityId))) throw notFound(`no grant ${id}`);
+  const mine = row && caller.kind === 'developer' && row.developer_id === caller.identityId && row.created_at.getTime() >= (await identityCreatedAt(q, caller));
+  if (!row || !(isAdminOrViewer(caller) || mine)) throw notFound(`no grant ${id}`);
   return toGrant(row);
 }
 
@@ -549,7 +579,9 @@ export async function revokeGrant(db: Db, caller: Caller, id: string): Promise<G
     for (const effect of decision.effects) {
       if (effect.type === 'notify_requester') await addNotification(tx, row.developer_id, 'grant_revoked', `${approverOf(caller).id} revoked your grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
       if (effect.type === 'notify_admins') await notifyAdmins(tx, 'grant_revoked', `${approverOf(caller).id} revoked ${row.developer_id}'s grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
-      if (effect.type === 'audit') await recordAudit(tx, { type: 'control', action: effect.action, actor: caller, subject: row.developer_id, data: { grantId: id, requestId: row.request_id } });
+      if (effect.type === 'audit') {
+        await recordAudit(tx, { type: 'control', action: effect.action, actor: caller, subject: row.developer_id, data: { grantId: id, requestId: row.request_id, ...credentialOf(caller) } });
+      }
     }
     await notify(tx, Channels.gatewayRules, { kind: 'grant', id });
     const updated = (await tx.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1`, [id])).rows[0]!;

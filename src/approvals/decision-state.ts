@@ -17,6 +17,16 @@ export type Role = 'admin' | 'viewer' | 'developer' | 'system';
 export interface Actor {
   id: string;
   role: Role;
+  /** Who minted the credential the actor decides with, when known. */
+  issuedBy?: string | null;
+}
+
+/**
+ * Whether the actor decides as the requester: the requester herself, or anyone holding a token the requester
+ * minted (an admin who mints a token for someone else and decides with it is still deciding her own request).
+ */
+export function actsAs(actor: Actor, requester: string | null): boolean {
+  return requester !== null && (actor.id === requester || actor.issuedBy === requester);
 }
 
 export const SYSTEM_ACTOR: Actor = { id: 'system', role: 'system' };
@@ -89,7 +99,8 @@ export type RefusalCode =
   | 'reason_required'
   | 'note_required'
   | 'raise_not_applicable'
-  | 'permanent_limit_required';
+  | 'permanent_limit_required'
+  | 'requester_as_approver';
 
 export type AuditAction =
   | 'access_request.approve'
@@ -189,6 +200,7 @@ const REFUSAL_STATUS: Record<RefusalCode, 400 | 403 | 409> = {
   note_required: 400,
   raise_not_applicable: 400,
   permanent_limit_required: 400,
+  requester_as_approver: 400,
 };
 
 /** HTTP status for a refusal code, for the edge's single error-to-status mapping. */
@@ -212,10 +224,14 @@ function unique(ids: readonly string[]): string[] {
   return [...new Set(ids)];
 }
 
-/** Required approvers who have not yet recorded an approval. */
-export function pendingApprovers(requiredApprovers: readonly string[], decisions: readonly RecordedDecision[]): string[] {
+/**
+ * Required approvers who have not yet recorded an approval. The requester is never waited for: an exception
+ * rule may name her as a co-signer of everyone's requests, her request is still accepted, and only her own
+ * approval is refused (self-approval), so the others' signatures complete it.
+ */
+export function pendingApprovers(requiredApprovers: readonly string[], decisions: readonly RecordedDecision[], requester: string | null = null): string[] {
   const approved = new Set(decisions.filter((d) => d.decision === 'approve').map((d) => d.approver));
-  return unique(requiredApprovers).filter((id) => !approved.has(id));
+  return unique(requiredApprovers).filter((id) => !approved.has(id) && id !== requester);
 }
 
 /**
@@ -266,8 +282,14 @@ function approve(
   if (actor.role !== 'admin') {
     return refuse('forbidden_role', auditAction, 'Approving a request needs the admin role.');
   }
-  if (request.requester !== null && actor.id === request.requester) {
-    return refuse('self_approval', auditAction, 'You cannot approve your own request; another admin must decide it.');
+  if (actsAs(actor, request.requester)) {
+    return refuse(
+      'self_approval',
+      auditAction,
+      actor.id === request.requester
+        ? 'You cannot approve your own request; another admin must decide it.'
+        : `You are deciding with a token that the requester ${request.requester} minted, which counts as deciding your own request; another admin must decide it with their own credential.`,
+    );
   }
   if (isFinal(request.state)) {
     return refuse('final_state', auditAction, `This request is already ${request.state}; decisions are final.`);
@@ -299,10 +321,14 @@ function approve(
     }
   }
 
+  if (request.requester !== null && (action.additionalApprovers ?? []).includes(request.requester)) {
+    // Their vote would be refused as self-approval, leaving the request under review for ever.
+    return refuse('requester_as_approver', auditAction, `additionalApprovers: ${request.requester} is the requester and cannot co-sign their own request.`);
+  }
   const required = unique([...request.requiredApprovers, ...(action.additionalApprovers ?? [])]);
   // The approving admin's decision is recorded; it counts as their co-sign when they are listed.
   const decisions = [...request.decisions, { approver: actor.id, decision: 'approve' as const, at: now }];
-  const stillPending = pendingApprovers(required, decisions);
+  const stillPending = pendingApprovers(required, decisions, request.requester);
 
   const effects: RequestEffect[] = [{ type: 'record_decision', approver: actor.id, decision: 'approve', at: now }];
   if (required.length !== unique(request.requiredApprovers).length) {
@@ -392,11 +418,13 @@ function vote(
   if (!request.requiredApprovers.includes(actor.id)) {
     return refuse('not_a_required_approver', auditAction, 'You are not a required approver of this request.');
   }
-  if (action.decision === 'approve' && request.requester !== null && actor.id === request.requester) {
+  if (action.decision === 'approve' && actsAs(actor, request.requester)) {
     return refuse(
       'self_approval',
       auditAction,
-      'You cannot approve your own request, even as a listed co-signer; you may deny it.',
+      actor.id === request.requester
+        ? 'You cannot approve your own request, even as a listed co-signer; you may deny it.'
+        : `You are voting with a token that the requester ${request.requester} minted, which counts as approving their own request; vote with a token of your own.`,
     );
   }
   if (isFinal(request.state)) {
@@ -420,7 +448,7 @@ function vote(
     at: now,
   };
   const decisions = [...request.decisions, { approver: actor.id, decision: 'approve' as const, at: now }];
-  if (pendingApprovers(request.requiredApprovers, decisions).length > 0) {
+  if (pendingApprovers(request.requiredApprovers, decisions, request.requester).length > 0) {
     return {
       ok: true,
       nextState: 'under_review',
@@ -538,7 +566,7 @@ export function decideHeldCall(
     return refuse('forbidden_role', auditAction, `${verb} a held call needs the admin role.`);
   }
   // A call made with a bare agent key has no requester, so there is nobody to compare and it proceeds.
-  if (action.kind === 'approve' && heldCall.requester !== null && actor.id === heldCall.requester) {
+  if (action.kind === 'approve' && actsAs(actor, heldCall.requester)) {
     return refuse('self_approval', auditAction, 'You cannot release your own held call; another admin must decide it.');
   }
   if (action.kind === 'deny' && isBlank(action.note)) {

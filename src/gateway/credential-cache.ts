@@ -119,6 +119,24 @@ export class CredentialCache {
     return credential;
   }
 
+  /**
+   * Why a caller that was accepted earlier may no longer act, read from the store (not the cache): its token was
+   * revoked or expired, or its identity or its agent was deleted since. Null when it still may. Asked once more
+   * before a held call is sent upstream, since minutes or hours may have passed while it waited.
+   */
+  async revokedSince(tokenId: string, agentId: string): Promise<string | null> {
+    const r = await this.db.query<{ token_ok: boolean; agent_ok: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM tokens t JOIN identities i ON i.id = t.identity_id
+                       WHERE t.id = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())) AS token_ok,
+              ($2 = '' OR EXISTS (SELECT 1 FROM identities WHERE id = $2 AND kind = 'agent')) AS agent_ok`,
+      [tokenId, agentId],
+    );
+    const row = r.rows[0];
+    if (!row?.token_ok) return 'its credential was revoked, expired or deleted (with its identity) while it waited for approval';
+    if (!row.agent_ok) return `its agent identity ${agentId} was deleted while it waited for approval`;
+    return null;
+  }
+
   private dropWhere(key: 'tokenId' | 'identityId', value: string | null): void {
     if (value === null) {
       this.byHash.clear();

@@ -256,6 +256,9 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         }),
       });
       ctx.held = held;
+      if (held.outcome === 'stopped' && held.decidedBy.startsWith('system:')) {
+        return refuse('policy', `Reins stopped this held request before anyone decided: ${held.note}.`);
+      }
       if (held.outcome === 'stopped') {
         return refuse(
           'policy',
@@ -273,6 +276,9 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
           `Reins policy "${p.name}" held this request for approval and no reviewer acted in time, so it was not sent: ${p.message} Try again later or ask an admin to review it.`,
         );
       }
+      // Released or let through: the caller must still be who may send it.
+      const revoked = await this.deps.credentials.revokedSince(caller.tokenId, caller.agentId);
+      if (revoked) return refuse('credential_revoked', `Reins did not send this held request: ${revoked}.`);
     }
 
     if (call.metered && call.model !== null) {

@@ -144,7 +144,13 @@ export class PlaneGovernance {
       dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, sessionId, policyName: p.name, server: facts.server, tool: facts.tool, arguments: facts.arguments }),
     }, (entry) => events?.onHeld?.({ entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt }));
     if (held.outcome === 'released' || (held.outcome === 'timed_out' && held.allow)) {
+      // The caller must still be who may run it: a credential revoked or an identity deleted while it waited.
+      const revoked = await this.deps.credentials.revokedSince(caller.tokenId, caller.agentId);
+      if (revoked) return { ...verdict, reason: 'policy', message: `Reins did not run this held tool call: ${revoked}.` };
       return { ...verdict, outcome: 'allow', message: '', reason: null };
+    }
+    if (held.outcome === 'stopped' && held.decidedBy.startsWith('system:')) {
+      return { ...verdict, reason: 'policy', message: `Reins stopped this held tool call before anyone decided: ${held.note}.` };
     }
     if (held.outcome === 'stopped') {
       return {

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import { decideHeldCall, refusalStatus, SYSTEM_ACTOR, type HeldCallState } from '../approvals/decision-state.js';
 import { approverOf } from '../approvals/access-requests.js';
-import type { Actor } from '../identity/actor.js';
+import { credentialOf, type Actor } from '../identity/actor.js';
 import { AppError, notFound } from '../http/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { HumanReviewCache } from './settings.js';
@@ -362,14 +362,21 @@ export class HeldCallRegistry {
         action: action.kind === 'approve' ? 'held_call.approve' : 'held_call.deny',
         actor: caller,
         subject: row.requester ?? row.agent_id,
-        data: { heldCallId: id, attachedCalls: row.attached_calls, policy: row.policy_name, ...(action.kind === 'deny' ? { note: action.note } : {}) },
+        data: { heldCallId: id, attachedCalls: row.attached_calls, policy: row.policy_name, ...(action.kind === 'deny' ? { note: action.note } : {}), ...credentialOf(caller) },
       });
       await notify(tx, Channels.heldCall, { id, state: d.nextState });
       const updated = (await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id])).rows[0]!;
       return { entry: toHeldCall(updated) };
     });
     if ('refused' in result) {
-      await recordAudit(this.db, { type: 'control', action: result.refused.auditAction, actor: caller, outcome: 'refused', subject: id, data: { heldCallId: id, code: result.refused.code } });
+      await recordAudit(this.db, {
+        type: 'control',
+        action: result.refused.auditAction,
+        actor: caller,
+        outcome: 'refused',
+        subject: id,
+        data: { heldCallId: id, code: result.refused.code, ...credentialOf(caller) },
+      });
       const status = refusalStatus(result.refused.code);
       throw new AppError(status === 403 ? 'forbidden' : status === 409 ? 'conflict' : 'invalid_request', result.refused.message);
     }
@@ -377,6 +384,31 @@ export class HeldCallRegistry {
     if (this.waiters.has(id)) void this.recheck(id);
     return result.entry;
   }
+}
+
+/**
+ * Stops, in the caller's transaction, every pending held call made by or as an identity that is being deleted
+ * (its developer's calls and calls made as the agent), audited, and announced so the waiting replicas answer
+ * their callers at once. Returns how many entries were stopped.
+ */
+export async function stopHeldCallsOf(tx: Queryable, actor: Actor, identityId: string): Promise<number> {
+  const note = `the identity ${identityId} was deleted`;
+  const r = await tx.query<Row>(
+    `UPDATE held_calls SET state = 'stopped', decided_by = 'system:identity-deleted', decided_at = now(), note = $2
+      WHERE state = 'pending' AND (requester = $1 OR agent_id = $1) RETURNING ${COLUMNS}`,
+    [identityId, note],
+  );
+  for (const row of r.rows) {
+    await recordAudit(tx, {
+      type: 'control',
+      action: 'held_call.stop',
+      actor,
+      subject: row.requester ?? row.agent_id,
+      data: { heldCallId: row.id, cause: 'identity_deleted', identityId, attachedCalls: row.attached_calls },
+    });
+    await notify(tx, Channels.heldCall, { id: row.id, state: 'stopped' });
+  }
+  return r.rows.length;
 }
 
 export async function listHeldCalls(q: Queryable, state?: HeldCallState): Promise<HeldCall[]> {

@@ -34,6 +34,8 @@ import { requestDesk } from '../approvals/request-desk.js';
 import { StoredRequestNotes } from '../approvals/request-notes.js';
 import type { HeldCallRegistry } from '../held-calls/registry.js';
 import { registerHeldCallRoutes } from '../held-calls/routes.js';
+import { stopHeldCallsOf } from '../held-calls/registry.js';
+import { endApprovalsOf } from '../approvals/identity-removal.js';
 import type { HumanReviewCache } from '../held-calls/settings.js';
 import type { PolicySet } from '../policy/policy-set.js';
 import { registerPolicyRoutes } from '../policy/routes.js';
@@ -196,6 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       gw.credentials.forgetIdentity(change.id);
     },
     onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
+    endHoldings: async (tx, actor, id) => ({ ...(await endApprovalsOf(tx, actor, id)), heldCallsStopped: await stopHeldCallsOf(tx, actor, id) }),
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
   });
   registerAuditRoutes(app, deps.db);

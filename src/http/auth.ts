@@ -57,7 +57,7 @@ export async function resolveActor(db: Db, request: FastifyRequest, uses?: Token
     uses?.touch(c.tokenId);
     switch (c.kind) {
       case 'personal':
-        return { kind: 'developer', identityId: c.identityId!, role: c.role!, via: 'token', tokenId: c.tokenId };
+        return { kind: 'developer', identityId: c.identityId!, role: c.role!, via: 'token', tokenId: c.tokenId, issuedBy: c.issuedBy };
       case 'agent':
         return { kind: 'agent', identityId: c.identityId!, tokenId: c.tokenId };
       case 'sensor':
@@ -68,7 +68,7 @@ export async function resolveActor(db: Db, request: FastifyRequest, uses?: Token
   if (cookie) {
     const s = await authenticateSession(db, cookie);
     if (!s) return null;
-    return { kind: 'developer', identityId: s.identityId, role: s.role, via: 'session', tokenId: s.tokenId, sessionId: s.sessionId, csrfToken: s.csrfToken };
+    return { kind: 'developer', identityId: s.identityId, role: s.role, via: 'session', tokenId: s.tokenId, sessionId: s.sessionId, csrfToken: s.csrfToken, issuedBy: s.issuedBy };
   }
   return null;
 }

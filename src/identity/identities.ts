@@ -122,7 +122,13 @@ export async function getIdentity(q: Queryable, id: string): Promise<Identity> {
   return identity;
 }
 
-export async function deleteIdentity(db: Db, actor: Actor, id: string): Promise<Changed<void>> {
+/**
+ * What else ends with an identity, in the deletion's own transaction (its grants, requests, held calls): the
+ * domains that hold them supply it, so this module need not know them. Returns figures for the audit event.
+ */
+export type EndHoldings = (tx: Queryable, actor: Actor, identityId: string) => Promise<Record<string, number>>;
+
+export async function deleteIdentity(db: Db, actor: Actor, id: string, endHoldings?: EndHoldings): Promise<Changed<void>> {
   return db.transaction(async (tx) => {
     const r = await tx.query<{ kind: IdentityKind; role: Role | null }>('SELECT kind, role FROM identities WHERE id = $1 FOR UPDATE', [id]);
     const row = r.rows[0];
@@ -133,8 +139,9 @@ export async function deleteIdentity(db: Db, actor: Actor, id: string): Promise<
       if (admins.rows.length <= 1) throw conflict(`${id} is the last admin; create another admin first`);
     }
     const rev = await tx.query<{ revision: string }>(`SELECT nextval('identity_revision_seq')::text AS revision`);
+    const ended = endHoldings ? await endHoldings(tx, actor, id) : {};
     await tx.query('DELETE FROM identities WHERE id = $1', [id]);
-    await recordAudit(tx, { type: 'control', action: 'identity.delete', actor, subject: id, data: { kind: row.kind } });
+    await recordAudit(tx, { type: 'control', action: 'identity.delete', actor, subject: id, data: { kind: row.kind, ...ended } });
     const change: IdentityChange = { id, op: 'delete', kind: row.kind, tier: null, revision: rev.rows[0]!.revision };
     await announce(tx, change);
     return { value: undefined, change };

@@ -10,6 +10,7 @@ import { ROLES } from './actor.js';
 import {
   createIdentity,
   deleteIdentity,
+  type EndHoldings,
   getIdentity,
   listIdentities,
   requireIdentityId,
@@ -52,6 +53,8 @@ export interface IdentityRouteDeps {
   onIdentityChange: (change: IdentityChange) => void;
   /** A token this replica revoked: its caches drop it before the answer (other replicas hear NOTIFY). */
   onTokenRevoked?: (tokenId: string) => void;
+  /** Ends what a deleted identity had elsewhere (grants, requests, held calls), in the deletion's transaction. */
+  endHoldings?: EndHoldings;
   sessionTtlSeconds: number;
 }
 
@@ -123,13 +126,17 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     config: { access: ADMIN },
     schema: {
       tags: ['identities'],
-      summary: 'Delete an identity and its credentials',
+      summary: 'Delete an identity and its credentials; its grants, requests and held calls end with it',
+      description:
+        'In one transaction: its tokens and console sessions go, its active grants are revoked, its pending and under-review ' +
+        'requests are denied with a reason, its pending held calls (made by it or as it, an agent) are stopped, and its ' +
+        'notifications removed; each is audited. An identity created later with the same id inherits none of it.',
       querystring: IdentityIdQuery,
       response: responses({ 200: Type.Object({ status: Type.Literal('ok'), id: Type.String() }) }, ...AUTH_ERRORS, 404, 409),
     },
     handler: async (request) => {
       const id = requireIdentityId((request.query as { id?: string }).id);
-      const { change } = await deleteIdentity(db, actorOf(request), id);
+      const { change } = await deleteIdentity(db, actorOf(request), id, deps.endHoldings);
       deps.onIdentityChange(change);
       return { status: 'ok' as const, id };
     },

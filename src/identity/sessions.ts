@@ -39,7 +39,7 @@ export async function signIn(db: Db, secret: string, ttlSeconds: number, source:
   const csrfToken = randomBytes(24).toString('base64url');
   const id = `ses_${randomBytes(12).toString('base64url')}`;
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
-  const actor: Actor = { kind: 'developer', identityId: credential.identityId, role: credential.role, via: 'token', tokenId: credential.tokenId };
+  const actor: Actor = { kind: 'developer', identityId: credential.identityId, role: credential.role, via: 'token', tokenId: credential.tokenId, issuedBy: credential.issuedBy };
   await db.transaction(async (tx) => {
     await tx.query(
       `INSERT INTO console_sessions (id, secret_hash, csrf_token, identity_id, token_id, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -62,12 +62,14 @@ export interface SessionCredential {
   identityId: string;
   role: Role;
   tokenId: string;
+  /** Who minted the token that signed in. */
+  issuedBy: string | null;
 }
 
 export async function authenticateSession(q: Queryable, cookieValue: string): Promise<SessionCredential | null> {
   if (cookieValue.length < 16 || cookieValue.length > 512) return null;
-  const r = await q.query<{ id: string; csrf_token: string; identity_id: string; role: Role | null; token_id: string }>(
-    `SELECT s.id, s.csrf_token, s.identity_id, i.role, s.token_id
+  const r = await q.query<{ id: string; csrf_token: string; identity_id: string; role: Role | null; token_id: string; created_by: string | null }>(
+    `SELECT s.id, s.csrf_token, s.identity_id, i.role, s.token_id, t.created_by
        FROM console_sessions s
        JOIN identities i ON i.id = s.identity_id
        JOIN tokens t ON t.id = s.token_id
@@ -77,7 +79,7 @@ export async function authenticateSession(q: Queryable, cookieValue: string): Pr
   );
   const row = r.rows[0];
   if (!row || !row.role) return null;
-  return { sessionId: row.id, csrfToken: row.csrf_token, identityId: row.identity_id, role: row.role, tokenId: row.token_id };
+  return { sessionId: row.id, csrfToken: row.csrf_token, identityId: row.identity_id, role: row.role, tokenId: row.token_id, issuedBy: row.created_by };
 }
 
 export async function signOut(db: Db, actor: Extract<Actor, { via: 'session' }>): Promise<void> {

@@ -108,12 +108,17 @@ export async function mintIn(tx: Queryable, actor: Actor, input: MintInput): Pro
     kind = 'sensor';
   } else {
     if (!input.identityId) throw invalid('identityId: is required');
-    const r = await tx.query<{ kind: IdentityKind }>('SELECT kind FROM identities WHERE id = $1', [input.identityId]);
+    const r = await tx.query<{ kind: IdentityKind; role: Role | null }>('SELECT kind, role FROM identities WHERE id = $1', [input.identityId]);
     const identity = r.rows[0];
     if (!identity) throw notFound(`identity ${input.identityId} does not exist`);
     const isAdmin = actor.kind === 'system' || (actor.kind === 'developer' && actor.role === 'admin');
     const isSelf = actor.kind === 'developer' && actor.identityId === input.identityId;
     if (!isAdmin && !isSelf) throw forbidden('only an admin can mint a token for another identity');
+    // A personal token of another admin would let its minter decide as that admin (her own requests included).
+    // Admins mint their own personal tokens; the CLI (an operator with the store) and the bootstrap may mint any.
+    if (!isSelf && actor.kind === 'developer' && identity.kind === 'developer' && identity.role === 'admin') {
+      throw forbidden(`${input.identityId} is an admin: only ${input.identityId} can mint her own personal access tokens`);
+    }
     kind = identity.kind === 'agent' ? 'agent' : 'personal';
   }
   const secret = input.secret ?? generateSecret(kind);
@@ -185,6 +190,8 @@ export async function revokeToken(db: Db, actor: Actor, tokenId: string): Promis
 
 export interface Credential {
   tokenId: string;
+  /** Who minted it (`created_by`): an identity id or `system:<name>`. */
+  issuedBy: string | null;
   kind: TokenKind;
   identityId: string | null;
   identityKind: IdentityKind | null;
@@ -205,8 +212,9 @@ export async function authenticateSecret(q: Queryable, secret: string): Promise<
     name: string;
     identity_kind: IdentityKind | null;
     role: Role | null;
+    created_by: string | null;
   }>(
-    `SELECT t.id, t.kind, t.identity_id, t.name, i.kind AS identity_kind, i.role
+    `SELECT t.id, t.kind, t.identity_id, t.name, i.kind AS identity_kind, i.role, t.created_by
        FROM tokens t LEFT JOIN identities i ON i.id = t.identity_id
       WHERE t.secret_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     [hashSecret(secret)],
@@ -214,5 +222,5 @@ export async function authenticateSecret(q: Queryable, secret: string): Promise<
   const row = r.rows[0];
   if (!row) return null;
   if (row.kind !== 'sensor' && !row.identity_kind) return null;
-  return { tokenId: row.id, kind: row.kind, identityId: row.identity_id, identityKind: row.identity_kind, role: row.role, name: row.name };
+  return { tokenId: row.id, issuedBy: row.created_by, kind: row.kind, identityId: row.identity_id, identityKind: row.identity_kind, role: row.role, name: row.name };
 }

@@ -8,6 +8,7 @@ import type { GrantLookup } from '../../src/gateway/grants.js';
 import { startReplica, type Replica } from '../../src/server.js';
 import type { Db } from '../../src/store/db.js';
 import { PgliteDb } from '../../src/store/pglite.js';
+import { createAdmin } from '../../src/identity/bootstrap.js';
 import { freshPostgresDatabase, postgresReachable, storeKinds, type StoreKind } from './stores.js';
 
 export const ADMIN_TOKEN = 'test-bootstrap-admin-token-0123456789';
@@ -137,8 +138,16 @@ export class Client {
 
 export const enc = encodeURIComponent;
 
-/** Creates a developer identity with a role and returns its personal access token. */
-export async function developerWithToken(admin: Client, id: string, role: 'admin' | 'viewer' | 'developer'): Promise<string> {
+/**
+ * Creates an admin identity and its first personal access token the way `reins admin create` does (the CLI, an
+ * operator with the store): through the API an admin cannot mint a personal token for another admin.
+ */
+export async function adminWithToken(db: Db, id: string): Promise<string> {
+  return (await createAdmin(db, id, 'test')).token;
+}
+
+/** Creates a developer identity with a role and returns its personal access token (admins: `adminWithToken`). */
+export async function developerWithToken(admin: Client, id: string, role: 'viewer' | 'developer'): Promise<string> {
   const created = await admin.post('/api/v1/identities', { id, kind: 'developer', role });
   if (created.status !== 201) throw new Error(`create ${id}: ${created.status} ${JSON.stringify(created.body)}`);
   const minted = await admin.post('/api/v1/tokens', { identityId: id, name: 'test' });

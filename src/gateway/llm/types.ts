@@ -39,7 +39,7 @@ export interface LlmCall<C = GatewayCaller> {
 }
 
 /** Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header. */
-export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request';
+export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'credential_revoked';
 
 export type GatewayDecision =
   | { outcome: 'allow' }

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica } from '../../helpers/harness.js';
 
 type Setup = 'pending' | 'pending_multi' | 'approved' | 'denied' | 'under_review_two' | 'under_review_one_left';
 interface Row {
@@ -42,7 +42,7 @@ describeEachStore('request lifecycle table through HTTP', ({ store }) => {
     replica = await startTestReplica(store());
     const root = new Client(replica.url, ADMIN_TOKEN);
     as.admin = root;
-    as.requester = root.with(await developerWithToken(root, 'eng/requesting-admin', 'admin'));
+    as.requester = root.with(await adminWithToken(replica.db, 'eng/requesting-admin'));
     as.x = root.with(await developerWithToken(root, 'eng/x', 'developer'));
     as.y = root.with(await developerWithToken(root, 'sec/y', 'viewer'));
   });

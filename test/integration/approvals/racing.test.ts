@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';
 
 describe('racing approval decisions on two replicas', { skip: !storeKinds().includes('postgres') }, async () => {
@@ -29,7 +29,7 @@ describe('racing approval decisions on two replicas', { skip: !storeKinds().incl
       ['y', 'sec/cosigner-y', 'viewer'],
       ['admin2', 'sec/admin-two', 'admin'],
     ] as const) {
-      const token = await developerWithToken(adminA, id, role);
+      const token = role === 'admin' ? await adminWithToken(a.db, id) : await developerWithToken(adminA, id, role);
       on[name] = { a: new Client(a.url, token), b: new Client(b.url, token) };
     }
   });

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { Client, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, Client, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
 import { anthropic, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 describeEachStore('approvals workflow', ({ store }) => {
@@ -20,7 +20,7 @@ describeEachStore('approvals workflow', ({ store }) => {
     w = await startGatewayWorld(store());
     devToken = await developerWithToken(w.admin, 'eng/erin', 'developer');
     dev = w.admin.with(devToken);
-    otherAdmin = w.admin.with(await developerWithToken(w.admin, 'sec/olga', 'admin'));
+    otherAdmin = w.admin.with(await adminWithToken(w.replica.db, 'sec/olga'));
     viewer = w.admin.with(await developerWithToken(w.admin, 'sec/vic', 'viewer'));
     cosigner = w.admin.with(await developerWithToken(w.admin, 'eng/lead', 'developer'));
   });

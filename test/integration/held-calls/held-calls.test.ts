@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
 import { anthropic, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 describeEachStore('held LLM calls', ({ store }) => {
@@ -112,7 +112,7 @@ describeEachStore('held LLM calls', ({ store }) => {
   });
 
   test('a developer cannot release their own held call; credentials in the prompt never reach the stored excerpt', async () => {
-    const pat = await developerWithToken(w.admin, 'eng/ivy', 'admin');
+    const pat = await adminWithToken(w.replica.db, 'eng/ivy');
     const secret = 'sk-proj-' + 'A1b2C3d4E5f6G7h8I9j0'.repeat(3);
     const content = `deploy with key ${secret} and AKIAIOSFODNN7EXAMPLE please`;
     const call = ask(pat, content, { 'X-Reins-Session': 'ivy-1' });

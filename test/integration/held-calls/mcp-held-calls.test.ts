@@ -11,7 +11,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Replica } from '../../../src/server.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
-import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
 
 const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
 
@@ -59,7 +59,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       admin = new Client(replica.url, ADMIN_TOKEN);
       agentId = `eng/mcp-held-${json ? 'j' : 's'}`;
       agentKey = await agentWithKey(admin, agentId);
-      aliceToken = await developerWithToken(admin, `eng/alice-${json ? 'j' : 's'}`, 'admin');
+      aliceToken = await adminWithToken(replica.db, `eng/alice-${json ? 'j' : 's'}`);
       bobToken = await developerWithToken(admin, `eng/bob-${json ? 'j' : 's'}`, 'developer');
       const created = await admin.post('/api/v1/policies', {
         name: `review-echo-${json ? 'j' : 's'}`,

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
 
 describeEachStore('credentials and console sessions', ({ store }) => {
   let replica: Replica;
@@ -102,7 +102,7 @@ describeEachStore('credentials and console sessions', ({ store }) => {
   });
 
   test('console sign-in sets an HttpOnly SameSite=Strict cookie; state changes need the CSRF header', async () => {
-    const token = await developerWithToken(admin, 'ops/erin', 'admin');
+    const token = await adminWithToken(replica.db, 'ops/erin');
     const signIn = await admin.with(null).post('/api/v1/auth/session', { token });
     assert.equal(signIn.status, 200);
     const setCookie = signIn.headers.get('set-cookie') ?? '';
