@@ -614,3 +614,41 @@ describe('held call table', () => {
     });
   }
 });
+
+describe('the requester by any path', () => {
+  const mintedByDev = (a: Actor): Actor => ({ ...a, issuedBy: dev.id });
+
+  test("an admin deciding with a token the requester minted approves the requester's own request: refused", () => {
+    assertRefused(decideRequest(request(), { kind: 'approve' }, mintedByDev(ada), NOW), 'self_approval');
+    assert.equal(approved(decideRequest(request(), { kind: 'approve' }, { ...ada, issuedBy: bob.id }, NOW)).nextState, 'approved');
+  });
+
+  test("a co-signer voting with a token the requester minted is the requester: approve refused, deny allowed", () => {
+    assertRefused(decideRequest(underReview(), { kind: 'vote', decision: 'approve' }, mintedByDev(carl), NOW), 'self_approval');
+    assert.equal(approved(decideRequest(underReview(), { kind: 'vote', decision: 'deny', reason: 'no' }, mintedByDev(carl), NOW)).nextState, 'denied');
+  });
+
+  test("releasing a held call with a token its requester minted is self-release: refused", () => {
+    const held: HeldCallSnapshot = { state: 'pending', requester: dev.id, expiresAt: NOW + 60_000 };
+    assertRefused(decideHeldCall(held, { kind: 'approve' }, mintedByDev(ada), NOW), 'self_approval');
+  });
+
+  test('the requester as an additional approver is refused at approval with 400 (her vote could never count)', () => {
+    const r = decideRequest(request(), { kind: 'approve', additionalApprovers: [dev.id] }, ada, NOW);
+    assertRefused(r, 'requester_as_approver');
+    assert.equal(refusalStatus('requester_as_approver'), 400);
+  });
+
+  test('an exception rule naming the requester: she is never waited for, the others complete the request', () => {
+    const listed = request({ requiredApprovers: [dev.id, carl.id] });
+    const escalated = approved(decideRequest(listed, { kind: 'approve' }, ada, NOW));
+    assert.equal(escalated.nextState, 'under_review');
+    const asked = escalated.effects.find((e) => e.type === 'notify_approvers') as Extract<RequestEffect, { type: 'notify_approvers' }>;
+    assert.deepEqual(asked.approvers, [carl.id]);
+    const review = underReview({ requiredApprovers: [dev.id, carl.id] });
+    assertRefused(decideRequest(review, { kind: 'vote', decision: 'approve' }, dev, NOW), 'self_approval');
+    assert.equal(approved(decideRequest(review, { kind: 'vote', decision: 'approve' }, carl, NOW)).nextState, 'approved');
+    // Named alone, nobody else is waited for: the admin's approval completes it.
+    assert.equal(approved(decideRequest(request({ requiredApprovers: [dev.id] }), { kind: 'approve' }, ada, NOW)).nextState, 'approved');
+  });
+});
