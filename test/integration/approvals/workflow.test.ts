@@ -197,15 +197,15 @@ describeEachStore('approvals workflow', ({ store }) => {
     await assert.rejects(ask(), /autonomy-model-ceiling/);
   });
 
-  test('the requester added as a co-signer still cannot approve their own request, and the attempt is audited', async () => {
+  test('the requester cannot be added as a co-signer at approval (400, audited); she may still withdraw her request', async () => {
     const req = (await dev.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'o1-pro', justification: 'x' })).body;
-    await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/erin'] });
-    const self = await dev.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'approve' });
-    assert.equal(self.status, 403);
-    const audited = (await w.admin.get('/api/v1/audit-events?type=control&action=access_request.vote')).body.items;
-    assert.ok(audited.some((e: any) => e.outcome === 'refused' && e.data.code === 'self_approval' && e.data.requestId === req.id));
-    const withdraw = await dev.post(`/api/v1/access-requests/${req.id}/votes`, { decision: 'deny', reason: 'not needed after all' });
-    assert.equal(withdraw.body.request.state, 'denied');
+    const added = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/erin'] });
+    assert.equal(added.status, 400);
+    const audited = (await w.admin.get('/api/v1/audit-events?type=control&action=access_request.approve')).body.items;
+    assert.ok(audited.some((e: any) => e.outcome === 'refused' && e.data.code === 'requester_as_approver' && e.data.requestId === req.id));
+    const withdraw = await dev.post(`/api/v1/access-requests/${req.id}/deny`, { reason: 'not needed after all' });
+    assert.equal(withdraw.status, 403, 'deny is an admin action; a developer withdraws through her votes only when named');
+    assert.equal((await w.admin.get(`/api/v1/access-requests/${req.id}`)).body.state, 'pending');
   });
 
   test("notifications are the caller's own and can be marked read", async () => {
