@@ -4,6 +4,7 @@
  * tests start several on one database the same way.
  */
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
 import { ConfigError } from './config/config.js';
@@ -130,6 +131,8 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       const proxy = createEgressProxy(new EgressGovernance(plane), {
         log: { warn: (obj, msg) => app.log.warn(obj, msg), error: (obj, msg) => app.log.error(obj, msg) },
         deniedNetworks: new DeniedNetworks(config.egress.deniedNetworks),
+        // The control plane and gateway port: an agent key must not reach it through the proxy, whatever the list says.
+        ownPorts: [(app.server.address() as AddressInfo).port],
       });
       const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {
         await app.close();

@@ -47,7 +47,8 @@ const FileConfig = Type.Object(
       Type.Object(
         {
           port: Type.Integer({ minimum: 0, maximum: 65535 }),
-          /** CIDRs (or single addresses) never connected to; absent: DEFAULT_DENIED_NETWORKS; [] turns the check off. */
+          /** CIDRs (or single addresses) never connected to; absent: DEFAULT_DENIED_NETWORKS; a list replaces it, [] opens all.
+           * Reins' own ports on this host's addresses are refused whatever this says. */
           deniedNetworks: Type.Optional(Type.Array(Type.String())),
         },
         { additionalProperties: false },

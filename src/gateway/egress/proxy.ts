@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './answers.js';
 import { ConnectDeadlines } from './connect-deadlines.js';
 import { proxySecret } from './credential.js';
-import { DeniedAddressError } from './denied-networks.js';
+import { AddressGuard, DeniedAddressError } from './denied-networks.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { parseConnectTarget, parseHttpTarget, type EgressTarget } from './target.js';
 import type { EgressDecision, EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
@@ -42,7 +42,9 @@ type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: 
 export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
   const log = options.log ?? NO_LOG;
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const denied = options.deniedNetworks && !options.deniedNetworks.empty ? options.deniedNetworks : null;
+  // Reins' own ports: the HTTP port given, this proxy's own port added once it listens.
+  const ownPorts = new Set<number>(options.ownPorts ?? []);
+  const guard = new AddressGuard(options.deniedNetworks && !options.deniedNetworks.empty ? options.deniedNetworks : null, ownPorts);
   // Uploads and downloads through a proxy can take long; only the headers have a deadline.
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 });
   // Idle upstream sockets are dropped after 4 s, before a typical origin's 5 s keep-alive would close them under us.
@@ -155,8 +157,9 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       refuse(req, res, answer);
       complete({ status, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
     };
-    const literal = denied?.refuseLiteral(request.host);
+    const literal = guard.refuseLiteral(request.host, request.port);
     if (literal) return refuseAddress(literal);
+    const lookup = guard.lookupFor(request.port);
 
     const upstream: ClientRequest = httpRequest({
       host: request.host,
@@ -166,7 +169,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       headers: upstreamRequestHeaders(req, authority),
       setHost: false,
       agent,
-      ...(denied ? { lookup: denied.lookup } : {}),
+      ...(lookup ? { lookup } : {}),
     });
     watchConnect(upstream, request, connectTimeoutMs, deadlines);
 
@@ -258,11 +261,12 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       complete({ status: 403, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
       writeRawAnswer(client, egressAnswer('address_denied', err.message));
     };
-    const literal = denied?.refuseLiteral(request.host);
+    const literal = guard.refuseLiteral(request.host, request.port);
     if (literal) return refuseAddress(literal);
     // No Nagle on either leg: a tunnel relays small TLS records that must not wait for an ACK.
     const connectOptions: NetConnectOpts = { host: request.host, port: request.port, noDelay: true };
-    if (denied) connectOptions.lookup = denied.lookup;
+    const lookup = guard.lookupFor(request.port);
+    if (lookup) connectOptions.lookup = lookup;
     const upstream: Socket = netConnect(connectOptions);
     (client as Partial<Socket>).setNoDelay?.(true);
     tunnels.add(client);
@@ -336,7 +340,9 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
         server.once('error', reject);
         server.listen(port, host, () => {
           server.off('error', reject);
-          resolve(server.address() as AddressInfo);
+          const address = server.address() as AddressInfo;
+          ownPorts.add(address.port);
+          resolve(address);
         });
       });
     },

@@ -89,4 +89,9 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
   /** Addresses never connected to, whatever a policy said (checked on the resolved address). Absent: none. */
   deniedNetworks?: DeniedNetworks;
+  /**
+   * Reins' other listening ports (the HTTP port): never connected to on this host's own addresses (loopback,
+   * unspecified, its interfaces), whatever `deniedNetworks` says. The proxy's own port is added when it listens.
+   */
+  ownPorts?: readonly number[];
 }

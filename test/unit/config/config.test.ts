@@ -52,7 +52,11 @@ runtimeGuard:
     );
     assert.equal(c.providers.openai?.apiKey, 'sk-o');
     assert.equal(c.mcpServers[0]?.headers.Authorization, 'Bearer gh');
-    assert.deepEqual(c.egress, { port: 8081, deniedNetworks: ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32'] });
+    // Absent: loopback, unspecified, link-local and private ranges (Smokescreen's default).
+    assert.deepEqual(c.egress, {
+      port: 8081,
+      deniedNetworks: ['127.0.0.0/8', '::1/128', '0.0.0.0/8', '::/128', '169.254.0.0/16', 'fe80::/10', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'],
+    });
   });
 
   test('egress.deniedNetworks replaces the default list; [] turns the address check off', () => {
