@@ -119,7 +119,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => runtimeGuard.stop());
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
-    const { app, plane } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
+    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
@@ -133,6 +133,8 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
         deniedNetworks: new DeniedNetworks(config.egress.deniedNetworks),
         // The control plane and gateway port: an agent key must not reach it through the proxy, whatever the list says.
         ownPorts: [(app.server.address() as AddressInfo).port],
+        // A forward proxy on its own port: the client is the socket's peer, whatever http.trustProxy says.
+        failedAuth: throttle.gate({ trustProxy: false }),
       });
       const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {
         await app.close();

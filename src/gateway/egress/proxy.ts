@@ -37,6 +37,13 @@ const MISSING_TOKEN =
   'or as Proxy-Authorization: Bearer <token>';
 const UNKNOWN_TOKEN = 'Reins egress proxy: the Reins token is unknown, revoked or expired';
 
+/** Too many failed logins from this address: 429, and when to try again. */
+function rateLimited(retryAfterSeconds: number): EgressAnswer {
+  const answer = egressAnswer('rate_limited', `Reins egress proxy: too many failed logins from your address; retry in ${retryAfterSeconds} s`);
+  answer.headers['retry-after'] = String(retryAfterSeconds);
+  return answer;
+}
+
 type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: false; answer: EgressAnswer };
 
 export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
@@ -51,6 +58,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
   const agent = new Agent({ keepAlive: true, timeout: 4_000, scheduling: 'lifo' });
   const tunnels = new Set<Duplex>();
   const deadlines = new ConnectDeadlines();
+  const failedAuth = options.failedAuth;
 
   function completer(request: EgressRequest<C>, started: number): (result: Omit<EgressResult, 'durationMs'>) => void {
     let reported = false;
@@ -78,16 +86,22 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
    * promise when the hooks answer without one (a cached credential, a remembered decision): a tunnel then
    * starts connecting in the same tick, with no trip through the microtask queue.
    */
-  function admit(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+  function admit(req: IncomingMessage, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+    const headers = req.headers;
     const secret = proxySecret(headers['proxy-authorization']);
     if (secret === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', MISSING_TOKEN) };
+    const wait = failedAuth?.retryAfter(req) ?? null;
+    if (wait !== null) return { admitted: false, answer: rateLimited(wait) };
     const caller = hooks.authenticate({ secret, headers });
-    if (caller instanceof Promise) return caller.then((c) => decideFor(c, target, scheme, method, started));
-    return decideFor(caller, target, scheme, method, started);
+    if (caller instanceof Promise) return caller.then((c) => decideFor(req, c, target, scheme, method, started));
+    return decideFor(req, caller, target, scheme, method, started);
   }
 
-  function decideFor(caller: C | null, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
-    if (caller === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
+  function decideFor(req: IncomingMessage, caller: C | null, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+    if (caller === null) {
+      failedAuth?.failed(req, 'egress', 'unknown, revoked or expired token');
+      return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
+    }
     const request: EgressRequest<C> = { caller, host: target.host, port: target.port, scheme, method };
     const decision = hooks.decide(request);
     if (decision instanceof Promise) return decision.then((d) => admission(request, d, started));
@@ -104,8 +118,8 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
   }
 
   /** `admit` as a promise in every case, a throwing hook included. */
-  function admitLater(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
-    return new Promise((resolve) => resolve(admit(headers, target, scheme, method, started)));
+  function admitLater(req: IncomingMessage, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
+    return new Promise((resolve) => resolve(admit(req, target, scheme, method, started)));
   }
 
   function hookFailure(err: unknown): EgressAnswer {
@@ -131,7 +145,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       clientGone = true;
     });
     // Always a promise here: a refusal then finds the rest of a small body already read, and keeps the connection.
-    admitLater(req.headers, target, 'http', method, started).then(
+    admitLater(req, target, 'http', method, started).then(
       (admission) => {
         if (!admission.admitted) return refuse(req, res, admission.answer);
         // The client left while the hooks were deciding: nothing to forward it to.
@@ -242,7 +256,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     const failed = (err: unknown): void => writeRawAnswer(client, hookFailure(err));
     let admission: Admission<C> | Promise<Admission<C>>;
     try {
-      admission = admit(req.headers, target, 'https', 'CONNECT', started);
+      admission = admit(req, target, 'https', 'CONNECT', started);
     } catch (err) {
       return failed(err);
     }

@@ -4,6 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FailedAuthGate } from '../../http/credential-throttle.js';
 import type { DeniedNetworks } from './denied-networks.js';
 
 /** What `authenticate` is given: the Reins token the client sent in `Proxy-Authorization`, and all its headers. */
@@ -94,4 +95,9 @@ export interface EgressProxyOptions {
    * unspecified, its interfaces), whatever `deniedNetworks` says. The proxy's own port is added when it listens.
    */
   ownPorts?: readonly number[];
+  /**
+   * Failed proxy logins counted per client address (the socket's); past the limit the proxy answers 429 with
+   * Retry-After instead of looking the credential up.
+   */
+  failedAuth?: FailedAuthGate;
 }

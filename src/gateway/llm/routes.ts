@@ -68,6 +68,13 @@ function send(res: ServerResponse, a: GatewayAnswer): void {
   res.end(a.body);
 }
 
+/** Too many failed keys from this address: 429 in the provider's shape, with the seconds to wait. */
+function rateLimited(provider: ProviderName, retryAfterSeconds: number): GatewayAnswer {
+  const answer = gatewayAnswer(provider, 'rate_limited', `too many failed authentications from your address; retry in ${retryAfterSeconds} s`);
+  answer.headers['retry-after'] = String(retryAfterSeconds);
+  return answer;
+}
+
 function parseJson(body: Buffer | undefined, contentType: string | undefined): unknown {
   if (!body || body.length === 0 || !(contentType ?? 'application/json').toLowerCase().includes('json')) return null;
   try {
@@ -149,8 +156,11 @@ export class LlmGateway<C = GatewayCaller> {
       const where = provider === 'anthropic' ? 'x-api-key: <token> or Authorization: Bearer <token>' : 'Authorization: Bearer <token>';
       return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
     }
+    const wait = deps.failedAuth?.retryAfter(req) ?? null;
+    if (wait !== null) return send(res, rateLimited(provider, wait));
     const caller = await deps.hooks.authenticate({ secret, provider, headers: req.headers });
     if (caller === null) {
+      deps.failedAuth?.failed(req, 'llm', 'unknown, revoked or expired token');
       return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
     }
 

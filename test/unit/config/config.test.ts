@@ -59,6 +59,13 @@ runtimeGuard:
     });
   });
 
+  test('failed credentials: 20 per address and 60 s window by default, both configurable under http', () => {
+    const c = loadConfig({});
+    assert.deepEqual({ limit: c.http.failedAuthLimit, window: c.http.failedAuthWindowSeconds }, { limit: 20, window: 60 });
+    const set = load('http: { failedAuthLimit: 5, failedAuthWindowSeconds: 300 }');
+    assert.deepEqual({ limit: set.http.failedAuthLimit, window: set.http.failedAuthWindowSeconds }, { limit: 5, window: 300 });
+  });
+
   test('egress.deniedNetworks replaces the default list; [] turns the address check off', () => {
     assert.deepEqual(load('egress: { port: 8081, deniedNetworks: ["10.0.0.0/8", "fd00::/8", "192.0.2.7"] }').egress?.deniedNetworks, ['10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
     assert.deepEqual(load('egress: { port: 8081, deniedNetworks: [] }').egress?.deniedNetworks, []);
@@ -83,6 +90,10 @@ runtimeGuard:
     ['duplicate MCP server', 'mcpServers: [ { name: a, url: "http://x" }, { name: a, url: "http://y" } ]', 'mcpServers[1].name'],
     ['reserved MCP server name', 'mcpServers: [ { name: reins, url: "http://x" } ]', 'mcpServers[0].name'],
     ['tier refresh above 30 s', 'identity: { tierRefreshSeconds: 60 }', 'identity.tierRefreshSeconds'],
+    ['a failed-auth limit of 0', 'http: { failedAuthLimit: 0 }', 'http.failedAuthLimit'],
+    ['a fractional failed-auth limit', 'http: { failedAuthLimit: 2.5 }', 'http.failedAuthLimit'],
+    ['a failed-auth window over a day', 'http: { failedAuthWindowSeconds: 86401 }', 'http.failedAuthWindowSeconds'],
+    ['an unknown http key', 'http: { failedAuthLimt: 5 }', 'http.failedAuthLimt'],
     ['not a mapping', '- a\n- b', '(root)'],
   ];
   for (const [what, yaml, key] of bad) test(`${what} stops start-up naming ${key}`, () => refuses(yaml, key));
