@@ -4,6 +4,7 @@
  * tests start several on one database the same way.
  */
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { AddressInfo } from 'node:net';
 import { AuditWriter } from './audit/audit-writer.js';
 import type { Config } from './config/config.js';
 import { ConfigError } from './config/config.js';
@@ -118,7 +119,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => runtimeGuard.stop());
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
-    const { app, plane } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
+    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
@@ -130,6 +131,10 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       const proxy = createEgressProxy(new EgressGovernance(plane), {
         log: { warn: (obj, msg) => app.log.warn(obj, msg), error: (obj, msg) => app.log.error(obj, msg) },
         deniedNetworks: new DeniedNetworks(config.egress.deniedNetworks),
+        // The control plane and gateway port: an agent key must not reach it through the proxy, whatever the list says.
+        ownPorts: [(app.server.address() as AddressInfo).port],
+        // A forward proxy on its own port: the client is the socket's peer, whatever http.trustProxy says.
+        failedAuth: throttle.gate({ trustProxy: false }),
       });
       const at = await proxy.listen(config.egress.port, config.host).catch(async (err: unknown) => {
         await app.close();

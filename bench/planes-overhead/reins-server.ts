@@ -17,7 +17,13 @@ import { announceReady, endWithRunner } from '../gateway-overhead/server-child.j
 const [mcpUpstream, admin, databaseUrl] = process.argv.slice(2);
 if (!mcpUpstream || !admin) throw new Error('usage: reins-server.ts <mcp upstream url> <admin token> [<postgres url>]');
 
-const yaml = [`mcpServers:`, `  - { name: ${MCP_SERVER_NAME}, url: "${mcpUpstream}" }`, `egress: { port: 0 }`, ''].join('\n');
+// The bench's origins are on loopback, which the default deniedNetworks closes: this list keeps only metadata closed.
+const yaml = [
+  `mcpServers:`,
+  `  - { name: ${MCP_SERVER_NAME}, url: "${mcpUpstream}" }`,
+  `egress: { port: 0, deniedNetworks: ["169.254.0.0/16", "fe80::/10"] }`,
+  '',
+].join('\n');
 const config = loadConfig(
   {
     HOST: '127.0.0.1',

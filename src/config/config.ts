@@ -47,7 +47,8 @@ const FileConfig = Type.Object(
       Type.Object(
         {
           port: Type.Integer({ minimum: 0, maximum: 65535 }),
-          /** CIDRs (or single addresses) never connected to; absent: DEFAULT_DENIED_NETWORKS; [] turns the check off. */
+          /** CIDRs (or single addresses) never connected to; absent: DEFAULT_DENIED_NETWORKS; a list replaces it, [] opens all.
+           * Reins' own ports on this host's addresses are refused whatever this says. */
           deniedNetworks: Type.Optional(Type.Array(Type.String())),
         },
         { additionalProperties: false },
@@ -142,6 +143,9 @@ const FileConfig = Type.Object(
         {
           bodyLimitBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 })),
           trustProxy: Type.Optional(Type.Boolean()),
+          // Failed credentials (bad tokens, sign-ins, proxy logins) per client address and window before 429.
+          failedAuthLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+          failedAuthWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
         },
         { additionalProperties: false },
       ),
@@ -187,7 +191,7 @@ export interface Config {
     expirySweepSeconds: number;
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
   };
-  http: { bodyLimitBytes: number; trustProxy: boolean };
+  http: { bodyLimitBytes: number; trustProxy: boolean; failedAuthLimit: number; failedAuthWindowSeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -327,7 +331,12 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
         ? { url: f.approvals.webhook.url, secret: f.approvals.webhook.secret, intervalSeconds: f.approvals.webhook.intervalSeconds ?? 2, maxAttempts: f.approvals.webhook.maxAttempts ?? 10 }
         : null,
     },
-    http: { bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024, trustProxy: f.http?.trustProxy ?? false },
+    http: {
+      bodyLimitBytes: f.http?.bodyLimitBytes ?? 1024 * 1024,
+      trustProxy: f.http?.trustProxy ?? false,
+      failedAuthLimit: f.http?.failedAuthLimit ?? 20,
+      failedAuthWindowSeconds: f.http?.failedAuthWindowSeconds ?? 60,
+    },
   };
   return config;
 }

@@ -44,6 +44,7 @@ import { registerRuntimeGuardRoutes } from '../runtime-guard/routes.js';
 import type { Db } from '../store/db.js';
 import { registerAuth, TokenUseRecorder } from './auth.js';
 import { registerConsole } from './console.js';
+import { CredentialThrottle } from './credential-throttle.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
 import { ErrorBody } from './schemas.js';
@@ -85,6 +86,8 @@ export interface BuiltApp {
   app: FastifyInstance;
   /** The MCP and egress planes' governance; the egress proxy, on its own port, is started by the replica. */
   plane: PlaneGovernance;
+  /** Failed credentials per client address, shared by every plane (the egress proxy's included). */
+  throttle: CredentialThrottle;
 }
 
 export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
@@ -96,11 +99,19 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     error: (obj: object, msg: string) => app?.log.error(obj, msg),
   };
   const uses = new TokenUseRecorder(deps.db);
+  const throttle = new CredentialThrottle({
+    limit: deps.config.http.failedAuthLimit,
+    windowSeconds: deps.config.http.failedAuthWindowSeconds,
+    // Batched, like the data plane's events: a failure is answered without waiting for the store.
+    audit: (event) => void gw.audit.enqueue(event),
+  });
+  const failedAuth = throttle.gate({ trustProxy: deps.config.http.trustProxy });
   const gatewayMetrics = registerGatewayMetrics(deps.registry, () => gw.audit.pending);
   const gateway = new LlmGateway(
     {
       providers: deps.config.providers,
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+      failedAuth,
       hooks: new LlmGovernance({
         db: deps.db,
         tiers: deps.tiers,
@@ -137,6 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       servers: deps.config.mcpServers,
       hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }),
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+      failedAuth,
     },
     log,
   );
@@ -145,6 +157,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     desk: requestDesk(deps.db),
     version: REINS_VERSION,
     log,
+    failedAuth,
   });
 
   app = Fastify({
@@ -188,7 +201,9 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   });
 
   registerErrorHandling(app);
-  registerAuth(app, deps.db);
+  registerAuth(app, deps.db, throttle);
+  // The windows still open are summarised into the audit log before the writer drains (it closes after the app).
+  app.addHook('onClose', async () => throttle.close());
   registerHttpMetrics(app, deps.registry);
   registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
   registerIdentityRoutes(app, {
@@ -200,6 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
     endHoldings: async (tx, actor, id) => ({ ...(await endApprovalsOf(tx, actor, id)), heldCallsStopped: await stopHeldCallsOf(tx, actor, id) }),
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+    throttle,
   });
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
@@ -213,5 +229,5 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   registerMcpProxyRoute(app, mcp);
   await registerConsole(app);
   await app.ready();
-  return { app, plane };
+  return { app, plane, throttle };
 }

@@ -8,6 +8,7 @@ import { authenticateSession, CSRF_HEADER, SESSION_COOKIE } from '../identity/se
 import { authenticateSecret } from '../identity/tokens.js';
 import type { Db } from '../store/db.js';
 import type { Access } from './access.js';
+import type { CredentialThrottle } from './credential-throttle.js';
 import { AppError } from './errors.js';
 
 declare module 'fastify' {
@@ -92,7 +93,13 @@ export function checkAccess(access: Access, actor: Actor | null, request: Fastif
   }
 }
 
-export function registerAuth(app: FastifyInstance, db: Db): void {
+/** The 429 of an address with too many failed credentials (see credential-throttle.ts). */
+export function rateLimited(reply: FastifyReply, retryAfterSeconds: number): AppError {
+  reply.header('retry-after', String(retryAfterSeconds));
+  return new AppError('rate_limited', `too many failed authentications from your address; retry in ${retryAfterSeconds} s`);
+}
+
+export function registerAuth(app: FastifyInstance, db: Db, throttle?: CredentialThrottle): void {
   const uses = new TokenUseRecorder(db);
   app.decorateRequest('actor', null);
   app.addHook('onRoute', (route) => {
@@ -101,12 +108,27 @@ export function registerAuth(app: FastifyInstance, db: Db): void {
     }
   });
   // onRequest: before the body is parsed or validated, so an unauthenticated caller learns nothing about input rules.
-  app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const access = request.routeOptions.config.access;
     // The data plane authenticates for itself; no control-plane lookup on its hot path.
     if (access === undefined || access === 'gateway') return;
-    // Public routes still learn who is calling when a credential is sent (e.g. sign-out).
-    request.actor = access === 'public' ? await resolveActor(db, request).catch(() => null) : await resolveActor(db, request, uses);
+    // Public routes still learn who is calling when a credential is sent (e.g. sign-out); a bad one is not a failure there.
+    if (access === 'public') {
+      request.actor = await resolveActor(db, request).catch(() => null);
+      return;
+    }
+    const presented = request.headers.authorization !== undefined || request.cookies?.[SESSION_COOKIE] !== undefined;
+    if (presented && throttle) {
+      const wait = throttle.retryAfter(request.ip);
+      if (wait !== null) throw rateLimited(reply, wait);
+    }
+    try {
+      request.actor = await resolveActor(db, request, uses);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'unauthenticated') throttle?.failed(request.ip, 'control', err.message);
+      throw err;
+    }
+    if (request.actor === null && presented) throttle?.failed(request.ip, 'control', 'the console session is unknown, ended or expired');
     checkAccess(access, request.actor, request);
   });
 }

@@ -22,6 +22,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'State conflict',
   413: 'Body too large',
   415: 'Unsupported content type',
+  429: 'rate_limited: too many failed credentials from this address; Retry-After says when to try again',
 };
 
 /** Response schemas for a route: its success schemas plus the error statuses it may answer. */
@@ -31,8 +32,8 @@ export function responses(success: Record<number, TSchema>, ...errorStatuses: nu
   return out;
 }
 
-/** Statuses every authenticated JSON route can answer. */
-export const AUTH_ERRORS = [400, 401, 403] as const;
+/** Statuses every authenticated JSON route can answer (429: the failed-credential throttle). */
+export const AUTH_ERRORS = [400, 401, 403, 429] as const;
 
 export const IdentityIdQuery = Type.Object(
   { id: Type.String({ description: 'The identity id <namespace>/<name>, URL-encoded' }) },

@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
-import { actorOf, developerOf } from '../http/auth.js';
+import { actorOf, developerOf, rateLimited } from '../http/auth.js';
+import type { CredentialThrottle } from '../http/credential-throttle.js';
 import { AppError, forbidden, invalid } from '../http/errors.js';
 import { AUTH_ERRORS, IdentityIdQuery, responses } from '../http/schemas.js';
 import type { Db } from '../store/db.js';
@@ -17,7 +18,7 @@ import {
   setAutonomyTier,
   type IdentityChange,
 } from './identities.js';
-import { SESSION_COOKIE, signIn, signOut } from './sessions.js';
+import { CSRF_HEADER, SESSION_COOKIE, signIn, signOut } from './sessions.js';
 import { TIERS } from './tiers.js';
 import { listTokens, mintToken, revokeToken } from './tokens.js';
 
@@ -56,6 +57,13 @@ export interface IdentityRouteDeps {
   /** Ends what a deleted identity had elsewhere (grants, requests, held calls), in the deletion's transaction. */
   endHoldings?: EndHoldings;
   sessionTtlSeconds: number;
+  /** Counts failed sign-ins per address and answers 429 past the limit. */
+  throttle?: CredentialThrottle;
+}
+
+/** The session cookie's attributes: HttpOnly, SameSite=Strict, whole site, Secure over https; `expires` when setting it. */
+function sessionCookie(protocol: string, expires?: Date) {
+  return { httpOnly: true, sameSite: 'strict' as const, secure: protocol === 'https', path: '/', ...(expires ? { expires } : {}) };
 }
 
 function parseFutureDate(raw: string | undefined, field: string): Date | undefined {
@@ -254,17 +262,17 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       tags: ['console'],
       summary: 'Console sign-in: exchange a personal access token for an HttpOnly session cookie',
       body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
-      response: responses({ 200: SessionInfo }, 400, 401, 415),
+      description:
+        'Failed sign-ins count toward the failed-credential limit of the client address (http.failedAuthLimit per ' +
+        'http.failedAuthWindowSeconds); past it the answer is 429 rate_limited with Retry-After.',
+      response: responses({ 200: SessionInfo }, 400, 401, 415, 429),
     },
     handler: async (request, reply) => {
-      const s = await signIn(db, (request.body as { token: string }).token, deps.sessionTtlSeconds, { ip: request.ip });
-      reply.setCookie(SESSION_COOKIE, s.cookieValue, {
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: request.protocol === 'https',
-        path: '/',
-        expires: s.expiresAt,
-      });
+      const wait = deps.throttle?.retryAfter(request.ip) ?? null;
+      if (wait !== null) throw rateLimited(reply, wait);
+      const refused = (reason: string) => deps.throttle?.failed(request.ip, 'sign-in', reason);
+      const s = await signIn(db, (request.body as { token: string }).token, deps.sessionTtlSeconds, { ip: request.ip, refused });
+      reply.setCookie(SESSION_COOKIE, s.cookieValue, sessionCookie(request.protocol, s.expiresAt));
       return { identityId: s.identityId, role: s.role, csrfToken: s.csrfToken, expiresAt: s.expiresAt.toISOString() };
     },
   });
@@ -274,12 +282,18 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['console'],
       summary: 'Sign out: ends the console session and clears its cookie',
-      response: responses({ 200: Type.Object({ status: Type.Literal('ok') }) }),
+      description: `With a live session cookie this is a state change like any other: it needs the session's CSRF token in ${CSRF_HEADER} (403 csrf_required without it).`,
+      response: responses({ 200: Type.Object({ status: Type.Literal('ok') }) }, 403),
     },
     handler: async (request, reply) => {
       const actor = request.actor;
-      if (actor?.kind === 'developer' && actor.via === 'session') await signOut(db, actor);
-      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      if (actor?.kind === 'developer' && actor.via === 'session') {
+        // Another site must not be able to sign the user out (a cross-site DELETE carries no header of ours).
+        if (request.headers[CSRF_HEADER] !== actor.csrfToken) throw new AppError('csrf_required', `send the session's CSRF token in the ${CSRF_HEADER} header`);
+        await signOut(db, actor);
+      }
+      // The clearing cookie has the attributes of the one it replaces.
+      reply.clearCookie(SESSION_COOKIE, sessionCookie(request.protocol));
       return { status: 'ok' as const };
     },
   });

@@ -1,6 +1,6 @@
 /**
  * Console sign-in: a personal access token is exchanged for a session, carried in an HttpOnly,
- * SameSite=Strict cookie. State-changing calls made with the cookie must also send the session's CSRF
+ * SameSite=Strict cookie. State-changing calls made with the cookie (sign-out included) must also send the session's CSRF
  * token in `X-CSRF-Token` (double submit): SameSite already stops cross-site posts in current browsers,
  * the header covers the rest. A session ends at sign-out, at expiry, or when its token is revoked.
  */
@@ -22,17 +22,14 @@ export interface SignedIn {
   expiresAt: Date;
 }
 
-export async function signIn(db: Db, secret: string, ttlSeconds: number, source: { ip: string }): Promise<SignedIn> {
+/**
+ * `source.refused` hears a failed sign-in with its reason (never the secret): the failed-credential throttle counts
+ * it and audits it aggregated per address (`auth.failed`), so that failures cannot grow the audit log one by one.
+ */
+export async function signIn(db: Db, secret: string, ttlSeconds: number, source: { ip: string; refused?: (reason: string) => void }): Promise<SignedIn> {
   const credential = await authenticateSecret(db, secret);
   if (!credential || credential.kind !== 'personal' || !credential.identityId || !credential.role) {
-    // Audited without the secret: repeated failures are worth seeing.
-    await recordAudit(db, {
-      type: 'control',
-      action: 'session.create',
-      outcome: 'refused',
-      actor: { kind: 'system', name: 'sign-in' },
-      data: { reason: credential ? 'not a personal access token' : 'unknown, revoked or expired token', ip: source.ip },
-    });
+    source.refused?.(credential ? 'not a personal access token' : 'unknown, revoked or expired token');
     throw new AppError('unauthenticated', 'sign-in needs a valid personal access token');
   }
   const cookieValue = `reins_sess_${randomBytes(32).toString('base64url')}`;

@@ -39,6 +39,9 @@ export function testConfigFor(store: TestStore, overrides: Partial<Config> = {},
     ...(store.kind === 'postgres' ? { DATABASE_URL: store.url! } : { REINS_DATA_DIR: 'memory' }),
     ...env,
   });
+  // Every test calls from 127.0.0.1, many of them with bad credentials on purpose: the failed-credential throttle
+  // (20 a minute by default) would answer them 429. Suites about the throttle set their own limit.
+  base.http = { ...base.http, failedAuthLimit: 1_000_000 };
   return { ...base, ...overrides };
 }
 

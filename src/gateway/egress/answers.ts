@@ -9,6 +9,7 @@ export type EgressErrorKind =
   | 'bad_request'
   | 'headers_too_large'
   | 'proxy_auth_required'
+  | 'rate_limited'
   | 'denied'
   | 'address_denied'
   | 'upgrade_unsupported'
@@ -19,6 +20,7 @@ const STATUS: Record<EgressErrorKind, number> = {
   bad_request: 400,
   headers_too_large: 431,
   proxy_auth_required: 407,
+  rate_limited: 429,
   denied: 403,
   address_denied: 403,
   upgrade_unsupported: 501,

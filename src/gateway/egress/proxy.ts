@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { egressAnswer, sendAnswer, writeRawAnswer, type EgressAnswer } from './answers.js';
 import { ConnectDeadlines } from './connect-deadlines.js';
 import { proxySecret } from './credential.js';
-import { DeniedAddressError } from './denied-networks.js';
+import { AddressGuard, DeniedAddressError } from './denied-networks.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { parseConnectTarget, parseHttpTarget, type EgressTarget } from './target.js';
 import type { EgressDecision, EgressEnd, EgressHooks, EgressLog, EgressProxyOptions, EgressRequest, EgressResult, EgressScheme } from './types.js';
@@ -37,18 +37,28 @@ const MISSING_TOKEN =
   'or as Proxy-Authorization: Bearer <token>';
 const UNKNOWN_TOKEN = 'Reins egress proxy: the Reins token is unknown, revoked or expired';
 
+/** Too many failed logins from this address: 429, and when to try again. */
+function rateLimited(retryAfterSeconds: number): EgressAnswer {
+  const answer = egressAnswer('rate_limited', `Reins egress proxy: too many failed logins from your address; retry in ${retryAfterSeconds} s`);
+  answer.headers['retry-after'] = String(retryAfterSeconds);
+  return answer;
+}
+
 type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: false; answer: EgressAnswer };
 
 export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
   const log = options.log ?? NO_LOG;
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const denied = options.deniedNetworks && !options.deniedNetworks.empty ? options.deniedNetworks : null;
+  // Reins' own ports: the HTTP port given, this proxy's own port added once it listens.
+  const ownPorts = new Set<number>(options.ownPorts ?? []);
+  const guard = new AddressGuard(options.deniedNetworks && !options.deniedNetworks.empty ? options.deniedNetworks : null, ownPorts);
   // Uploads and downloads through a proxy can take long; only the headers have a deadline.
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 });
   // Idle upstream sockets are dropped after 4 s, before a typical origin's 5 s keep-alive would close them under us.
   const agent = new Agent({ keepAlive: true, timeout: 4_000, scheduling: 'lifo' });
   const tunnels = new Set<Duplex>();
   const deadlines = new ConnectDeadlines();
+  const failedAuth = options.failedAuth;
 
   function completer(request: EgressRequest<C>, started: number): (result: Omit<EgressResult, 'durationMs'>) => void {
     let reported = false;
@@ -76,16 +86,22 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
    * promise when the hooks answer without one (a cached credential, a remembered decision): a tunnel then
    * starts connecting in the same tick, with no trip through the microtask queue.
    */
-  function admit(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+  function admit(req: IncomingMessage, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+    const headers = req.headers;
     const secret = proxySecret(headers['proxy-authorization']);
     if (secret === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', MISSING_TOKEN) };
+    const wait = failedAuth?.retryAfter(req) ?? null;
+    if (wait !== null) return { admitted: false, answer: rateLimited(wait) };
     const caller = hooks.authenticate({ secret, headers });
-    if (caller instanceof Promise) return caller.then((c) => decideFor(c, target, scheme, method, started));
-    return decideFor(caller, target, scheme, method, started);
+    if (caller instanceof Promise) return caller.then((c) => decideFor(req, c, target, scheme, method, started));
+    return decideFor(req, caller, target, scheme, method, started);
   }
 
-  function decideFor(caller: C | null, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
-    if (caller === null) return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
+  function decideFor(req: IncomingMessage, caller: C | null, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Admission<C> | Promise<Admission<C>> {
+    if (caller === null) {
+      failedAuth?.failed(req, 'egress', 'unknown, revoked or expired token');
+      return { admitted: false, answer: egressAnswer('proxy_auth_required', UNKNOWN_TOKEN) };
+    }
     const request: EgressRequest<C> = { caller, host: target.host, port: target.port, scheme, method };
     const decision = hooks.decide(request);
     if (decision instanceof Promise) return decision.then((d) => admission(request, d, started));
@@ -102,8 +118,8 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
   }
 
   /** `admit` as a promise in every case, a throwing hook included. */
-  function admitLater(headers: IncomingMessage['headers'], target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
-    return new Promise((resolve) => resolve(admit(headers, target, scheme, method, started)));
+  function admitLater(req: IncomingMessage, target: EgressTarget, scheme: EgressScheme, method: string, started: number): Promise<Admission<C>> {
+    return new Promise((resolve) => resolve(admit(req, target, scheme, method, started)));
   }
 
   function hookFailure(err: unknown): EgressAnswer {
@@ -129,7 +145,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       clientGone = true;
     });
     // Always a promise here: a refusal then finds the rest of a small body already read, and keeps the connection.
-    admitLater(req.headers, target, 'http', method, started).then(
+    admitLater(req, target, 'http', method, started).then(
       (admission) => {
         if (!admission.admitted) return refuse(req, res, admission.answer);
         // The client left while the hooks were deciding: nothing to forward it to.
@@ -155,8 +171,9 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       refuse(req, res, answer);
       complete({ status, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
     };
-    const literal = denied?.refuseLiteral(request.host);
+    const literal = guard.refuseLiteral(request.host, request.port);
     if (literal) return refuseAddress(literal);
+    const lookup = guard.lookupFor(request.port);
 
     const upstream: ClientRequest = httpRequest({
       host: request.host,
@@ -166,7 +183,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       headers: upstreamRequestHeaders(req, authority),
       setHost: false,
       agent,
-      ...(denied ? { lookup: denied.lookup } : {}),
+      ...(lookup ? { lookup } : {}),
     });
     watchConnect(upstream, request, connectTimeoutMs, deadlines);
 
@@ -239,7 +256,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
     const failed = (err: unknown): void => writeRawAnswer(client, hookFailure(err));
     let admission: Admission<C> | Promise<Admission<C>>;
     try {
-      admission = admit(req.headers, target, 'https', 'CONNECT', started);
+      admission = admit(req, target, 'https', 'CONNECT', started);
     } catch (err) {
       return failed(err);
     }
@@ -258,11 +275,12 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       complete({ status: 403, end: 'address_denied', bytesUp: 0, bytesDown: 0, deniedAddress: err.denied });
       writeRawAnswer(client, egressAnswer('address_denied', err.message));
     };
-    const literal = denied?.refuseLiteral(request.host);
+    const literal = guard.refuseLiteral(request.host, request.port);
     if (literal) return refuseAddress(literal);
     // No Nagle on either leg: a tunnel relays small TLS records that must not wait for an ACK.
     const connectOptions: NetConnectOpts = { host: request.host, port: request.port, noDelay: true };
-    if (denied) connectOptions.lookup = denied.lookup;
+    const lookup = guard.lookupFor(request.port);
+    if (lookup) connectOptions.lookup = lookup;
     const upstream: Socket = netConnect(connectOptions);
     (client as Partial<Socket>).setNoDelay?.(true);
     tunnels.add(client);
@@ -336,7 +354,9 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
         server.once('error', reject);
         server.listen(port, host, () => {
           server.off('error', reject);
-          resolve(server.address() as AddressInfo);
+          const address = server.address() as AddressInfo;
+          ownPorts.add(address.port);
+          resolve(address);
         });
       });
     },

@@ -4,6 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FailedAuthGate } from '../../http/credential-throttle.js';
 import type { DeniedNetworks } from './denied-networks.js';
 
 /** What `authenticate` is given: the Reins token the client sent in `Proxy-Authorization`, and all its headers. */
@@ -89,4 +90,14 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
   /** Addresses never connected to, whatever a policy said (checked on the resolved address). Absent: none. */
   deniedNetworks?: DeniedNetworks;
+  /**
+   * Reins' other listening ports (the HTTP port): never connected to on this host's own addresses (loopback,
+   * unspecified, its interfaces), whatever `deniedNetworks` says. The proxy's own port is added when it listens.
+   */
+  ownPorts?: readonly number[];
+  /**
+   * Failed proxy logins counted per client address (the socket's); past the limit the proxy answers 429 with
+   * Retry-After instead of looking the credential up.
+   */
+  failedAuth?: FailedAuthGate;
 }

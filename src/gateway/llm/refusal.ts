@@ -15,6 +15,7 @@ export type GatewayErrorKind =
   | 'upstream_unreachable'
   | 'body_too_large'
   | 'bad_request'
+  | 'rate_limited'
   | 'internal_error';
 
 export interface GatewayAnswer {
@@ -34,6 +35,7 @@ const STATUS: Record<GatewayErrorKind, number> = {
   upstream_unreachable: 502,
   body_too_large: 413,
   bad_request: 400,
+  rate_limited: 429,
   internal_error: 500,
 };
 
@@ -52,6 +54,8 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   upstream_unreachable: true,
   body_too_large: false,
   bad_request: false,
+  // Too many failed keys from this address: the SDK may retry after Retry-After, when the window is over.
+  rate_limited: true,
   internal_error: true,
 };
 
@@ -65,6 +69,7 @@ const OPENAI_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'server_error',
   body_too_large: 'invalid_request_error',
   bad_request: 'invalid_request_error',
+  rate_limited: 'requests',
   internal_error: 'server_error',
 };
 
@@ -78,6 +83,7 @@ const OPENAI_CODE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'upstream_unreachable',
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request',
+  rate_limited: 'rate_limit_exceeded',
   internal_error: 'internal_error',
 };
 
@@ -91,6 +97,7 @@ const ANTHROPIC_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'api_error',
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request_error',
+  rate_limited: 'rate_limit_error',
   internal_error: 'api_error',
 };
 
@@ -105,6 +112,7 @@ const BEDROCK_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'InternalServerException',
   body_too_large: 'ValidationException',
   bad_request: 'ValidationException',
+  rate_limited: 'ThrottlingException',
   internal_error: 'InternalServerException',
 };
 

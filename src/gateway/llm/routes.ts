@@ -37,7 +37,8 @@ const GATEWAY_DESCRIPTION =
   'on the Anthropic routes); Reins injects the provider credential. Optional headers with a personal access token: ' +
   'X-Reins-Session (the session id; default one per token and UTC day) and X-Reins-Agent (an agent identity id). ' +
   'Bodies and answers pass through byte for byte, streams unbuffered. Refusals (policy, model access, budget) answer ' +
-  "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule.";
+  "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule. Past " +
+  'http.failedAuthLimit bad keys from one client address in the window: 429 in the same shape, with Retry-After.';
 
 const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
   policy: 'policy_denied',
@@ -67,6 +68,13 @@ function send(res: ServerResponse, a: GatewayAnswer): void {
   }
   res.writeHead(a.status, { ...a.headers, 'content-length': Buffer.byteLength(a.body) });
   res.end(a.body);
+}
+
+/** Too many failed keys from this address: 429 in the provider's shape, with the seconds to wait. */
+function rateLimited(provider: ProviderName, retryAfterSeconds: number): GatewayAnswer {
+  const answer = gatewayAnswer(provider, 'rate_limited', `too many failed authentications from your address; retry in ${retryAfterSeconds} s`);
+  answer.headers['retry-after'] = String(retryAfterSeconds);
+  return answer;
 }
 
 function parseJson(body: Buffer | undefined, contentType: string | undefined): unknown {
@@ -150,8 +158,11 @@ export class LlmGateway<C = GatewayCaller> {
       const where = provider === 'anthropic' ? 'x-api-key: <token> or Authorization: Bearer <token>' : 'Authorization: Bearer <token>';
       return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
     }
+    const wait = deps.failedAuth?.retryAfter(req) ?? null;
+    if (wait !== null) return send(res, rateLimited(provider, wait));
     const caller = await deps.hooks.authenticate({ secret, provider, headers: req.headers });
     if (caller === null) {
+      deps.failedAuth?.failed(req, 'llm', 'unknown, revoked or expired token');
       return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
     }
 

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../../config/config.js';
+import type { FailedAuthGate } from '../../http/credential-throttle.js';
 
 export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
 
@@ -88,4 +89,6 @@ export interface LlmGatewayDeps<C = GatewayCaller> {
   hooks: GatewayHooks<C>;
   /** How often a held streaming call is pinged (default 10 s). */
   heldKeepAliveMs?: number;
+  /** Failed Reins keys counted per client address; past the limit, 429 in the provider's shape. */
+  failedAuth?: FailedAuthGate;
 }

@@ -366,8 +366,14 @@ export class McpGateway<C> {
         'www-authenticate': 'Bearer realm="reins"',
       });
     }
+    const wait = this.deps.failedAuth?.retryAfter(req) ?? null;
+    if (wait !== null) {
+      req.resume();
+      return sendError(res, 429, null, SERVER_ERROR, `Too many failed authentications from your address; retry in ${wait} s`, { 'retry-after': String(wait) });
+    }
     const caller = await this.deps.hooks.authenticate({ secret, headers: req.headers });
     if (caller === null) {
+      this.deps.failedAuth?.failed(req, 'mcp', 'unknown, revoked or expired token');
       req.resume();
       return sendError(res, 401, null, SERVER_ERROR, 'Unauthorized: the Reins token is unknown, revoked or expired', {
         'www-authenticate': 'Bearer realm="reins", error="invalid_token"',

@@ -20,7 +20,8 @@ export function registerMcpProxyRoute<C>(app: FastifyInstance, gateway: McpGatew
         summary: 'An upstream MCP server (mcpServers in the config) through Reins: streamable HTTP',
         description:
           'Authorization: Bearer <Reins token>. Every tools/call is decided before it reaches the upstream; a refusal is a ' +
-          'tools/call result with isError: true naming the policy. Sessions (Mcp-Session-Id), SSE and DELETE pass through.',
+          'tools/call result with isError: true naming the policy. Sessions (Mcp-Session-Id), SSE and DELETE pass through. ' +
+          'Past http.failedAuthLimit bad tokens from one client address in the window: 429 with a JSON-RPC error and Retry-After.',
         security: [{ bearer: [] }],
       },
       handler: (request, reply) => {

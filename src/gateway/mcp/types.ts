@@ -4,6 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FailedAuthGate } from '../../http/credential-throttle.js';
 
 /** An upstream MCP server as configured (`mcpServers` in the config file); served at `/mcp/{name}`. */
 export interface McpServerConfig {
@@ -113,6 +114,8 @@ export interface McpGatewayDeps<C> {
   hooks: McpHooks<C>;
   /** How often a held call's stream carries a progress notification or a keep-alive comment (default 10 s). */
   heldKeepAliveMs?: number;
+  /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
+  failedAuth?: FailedAuthGate;
 }
 
 export interface McpGatewayLog {

@@ -12,6 +12,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { bearerSecret } from '../../http/auth.js';
+import type { FailedAuthGate } from '../../http/credential-throttle.js';
 import type { GovernedCaller } from '../caller.js';
 
 /** What the approvals workflow offers the built-in server; absent until that workflow is enabled. */
@@ -36,6 +37,8 @@ export interface ReinsMcpDeps {
   desk: AccessRequestDesk | null;
   version: string;
   log: { error(obj: object, msg: string): void };
+  /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
+  failedAuth?: FailedAuthGate;
 }
 
 const NOT_YET =
@@ -69,8 +72,14 @@ export class ReinsMcpServer {
 
   private async serve(req: IncomingMessage, res: ServerResponse, parsedBody: unknown): Promise<void> {
     const secret = bearerSecret(req.headers.authorization);
+    const wait = secret ? (this.deps.failedAuth?.retryAfter(req) ?? null) : null;
+    if (wait !== null) {
+      req.resume();
+      return jsonRpcError(res, 429, -32000, `too many failed authentications from your address; retry in ${wait} s`, { 'retry-after': String(wait) });
+    }
     const caller = secret ? await this.deps.resolve(secret, req.headers) : null;
     if (!caller) {
+      if (secret) this.deps.failedAuth?.failed(req, 'mcp', 'unknown, revoked or expired token');
       req.resume();
       return jsonRpcError(res, 401, -32001, 'send your Reins personal access token: Authorization: Bearer <token>', { 'www-authenticate': 'Bearer realm="reins"' });
     }

@@ -16,7 +16,7 @@ describeEachStore('http basics', ({ store }) => {
   let admin: Client;
 
   before(async () => {
-    replica = await startTestReplica(store(), { http: { bodyLimitBytes: 4096, trustProxy: false } });
+    replica = await startTestReplica(store(), { http: { bodyLimitBytes: 4096, trustProxy: false, failedAuthLimit: 1_000_000, failedAuthWindowSeconds: 60 } });
     admin = new Client(replica.url, ADMIN_TOKEN);
     await admin.post('/api/v1/identities', { id: 'eng/bot', kind: 'agent' });
   });

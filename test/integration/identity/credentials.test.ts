@@ -127,7 +127,7 @@ describeEachStore('credentials and console sessions', ({ store }) => {
     const right = await viaCookie.put(path, { tier: 'T1' }, { headers: { cookie, 'x-csrf-token': csrf } });
     assert.equal(right.status, 200);
 
-    const out = await viaCookie.delete('/api/v1/auth/session', { headers: { cookie } });
+    const out = await viaCookie.delete('/api/v1/auth/session', { headers: { cookie, 'x-csrf-token': csrf } });
     assert.equal(out.status, 200);
     assert.match(out.headers.get('set-cookie') ?? '', /reins_session=;/);
     assert.equal((await viaCookie.get('/api/v1/auth/me', { headers: { cookie } })).status, 401);
@@ -146,11 +146,15 @@ describeEachStore('credentials and console sessions', ({ store }) => {
     assert.equal((await admin.with(null).get('/api/v1/identities', { headers: { cookie } })).status, 401);
   });
 
-  test('a failed sign-in is audited as refused', async () => {
+  test('a failed sign-in is audited as refused (auth.failed, aggregated per address)', async () => {
     const r = await admin.with(null).post('/api/v1/auth/session', { token: 'reins_pat_not-a-real-token-000000000' });
     assert.equal(r.status, 401);
-    const events = (await admin.get('/api/v1/audit-events?action=session.create')).body.items;
-    assert.ok(events.some((e: { outcome: string }) => e.outcome === 'refused'));
+    let events: { outcome: string; data: { plane?: string } }[] = [];
+    const found = await waitFor(async () => {
+      events = (await admin.get('/api/v1/audit-events?action=auth.failed')).body.items;
+      return events.some((e) => e.outcome === 'refused');
+    }, 5000);
+    assert.notEqual(found, -1, 'the failure is audited');
   });
 
   test('the last admin cannot be deleted', async () => {

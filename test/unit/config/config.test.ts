@@ -52,7 +52,18 @@ runtimeGuard:
     );
     assert.equal(c.providers.openai?.apiKey, 'sk-o');
     assert.equal(c.mcpServers[0]?.headers.Authorization, 'Bearer gh');
-    assert.deepEqual(c.egress, { port: 8081, deniedNetworks: ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32'] });
+    // Absent: loopback, unspecified, link-local and private ranges (Smokescreen's default).
+    assert.deepEqual(c.egress, {
+      port: 8081,
+      deniedNetworks: ['127.0.0.0/8', '::1/128', '0.0.0.0/8', '::/128', '169.254.0.0/16', 'fe80::/10', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'],
+    });
+  });
+
+  test('failed credentials: 20 per address and 60 s window by default, both configurable under http', () => {
+    const c = loadConfig({});
+    assert.deepEqual({ limit: c.http.failedAuthLimit, window: c.http.failedAuthWindowSeconds }, { limit: 20, window: 60 });
+    const set = load('http: { failedAuthLimit: 5, failedAuthWindowSeconds: 300 }');
+    assert.deepEqual({ limit: set.http.failedAuthLimit, window: set.http.failedAuthWindowSeconds }, { limit: 5, window: 300 });
   });
 
   test('egress.deniedNetworks replaces the default list; [] turns the address check off', () => {
@@ -79,6 +90,10 @@ runtimeGuard:
     ['duplicate MCP server', 'mcpServers: [ { name: a, url: "http://x" }, { name: a, url: "http://y" } ]', 'mcpServers[1].name'],
     ['reserved MCP server name', 'mcpServers: [ { name: reins, url: "http://x" } ]', 'mcpServers[0].name'],
     ['tier refresh above 30 s', 'identity: { tierRefreshSeconds: 60 }', 'identity.tierRefreshSeconds'],
+    ['a failed-auth limit of 0', 'http: { failedAuthLimit: 0 }', 'http.failedAuthLimit'],
+    ['a fractional failed-auth limit', 'http: { failedAuthLimit: 2.5 }', 'http.failedAuthLimit'],
+    ['a failed-auth window over a day', 'http: { failedAuthWindowSeconds: 86401 }', 'http.failedAuthWindowSeconds'],
+    ['an unknown http key', 'http: { failedAuthLimt: 5 }', 'http.failedAuthLimt'],
     ['not a mapping', '- a\n- b', '(root)'],
   ];
   for (const [what, yaml, key] of bad) test(`${what} stops start-up naming ${key}`, () => refuses(yaml, key));
