@@ -15,6 +15,8 @@ export type GatewayErrorKind =
   | 'upstream_unreachable'
   | 'body_too_large'
   | 'bad_request'
+  /** X-Reins-Agent names an agent the token's developer is not bound to (or no agent at all). */
+  | 'agent_not_bound'
   | 'internal_error';
 
 export interface GatewayAnswer {
@@ -34,6 +36,7 @@ const STATUS: Record<GatewayErrorKind, number> = {
   upstream_unreachable: 502,
   body_too_large: 413,
   bad_request: 400,
+  agent_not_bound: 403,
   internal_error: 500,
 };
 
@@ -52,6 +55,7 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   upstream_unreachable: true,
   body_too_large: false,
   bad_request: false,
+  agent_not_bound: false,
   internal_error: true,
 };
 
@@ -65,6 +69,7 @@ const OPENAI_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'server_error',
   body_too_large: 'invalid_request_error',
   bad_request: 'invalid_request_error',
+  agent_not_bound: 'permission_error',
   internal_error: 'server_error',
 };
 
@@ -78,6 +83,7 @@ const OPENAI_CODE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'upstream_unreachable',
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request',
+  agent_not_bound: 'agent_not_bound',
   internal_error: 'internal_error',
 };
 
@@ -91,6 +97,7 @@ const ANTHROPIC_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'api_error',
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request_error',
+  agent_not_bound: 'permission_error',
   internal_error: 'api_error',
 };
 
@@ -105,6 +112,7 @@ const BEDROCK_TYPE: Record<GatewayErrorKind, string> = {
   upstream_unreachable: 'InternalServerException',
   body_too_large: 'ValidationException',
   bad_request: 'ValidationException',
+  agent_not_bound: 'AccessDeniedException',
   internal_error: 'InternalServerException',
 };
 

@@ -45,6 +45,7 @@ const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
   model_access: 'model_not_allowed',
   budget: 'budget_exceeded',
   bad_request: 'bad_request',
+  agent_not_bound: 'agent_not_bound',
 };
 
 const NO_METER: UsageMeter = { push: () => undefined, finish: () => undefined };

@@ -38,8 +38,11 @@ export interface LlmCall<C = GatewayCaller> {
   metered: boolean;
 }
 
-/** Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header. */
-export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request';
+/**
+ * Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header, an
+ * X-Reins-Agent the token's developer is not bound to.
+ */
+export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound';
 
 export type GatewayDecision =
   | { outcome: 'allow' }
