@@ -108,4 +108,18 @@ describeEachStore('held LLM calls: entries never mix callers', ({ store }) => {
     await i;
     assert.equal(w.fake.hits.length, hits + 2);
   });
+
+  test('second line: the registry never attaches a call of another requester, agent or session, even under the same key', async () => {
+    const content = 'what if two callers ever shared a key';
+    const a = ask(alice, content);
+    const entry = await pendingOf('eng/alice', content);
+    const key = (await w.replica.db.query<{ dedupe_key: string }>('SELECT dedupe_key FROM held_calls WHERE id = $1', [entry.id])).rows[0]!.dedupe_key;
+    const base = { kind: 'llm' as const, requester: 'eng/alice', agentId: '', sessionId: 'shared-session', tool: null, model: 'gpt-4o', policyName: 'review-gpt-4o', policyMessage: 'x', promptExcerpt: null, dedupeKey: key };
+    for (const other of [{ requester: 'eng/ivy' }, { requester: null }, { agentId: 'eng/some-bot' }, { sessionId: 'another-session' }]) {
+      await assert.rejects(w.replica.gateway.held.hold({ ...base, ...other }), /another caller/, JSON.stringify(other));
+    }
+    assert.equal((await w.admin.get(`/api/v1/held-calls/${entry.id}`)).body.attachedCalls, 1);
+    await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+    await a;
+  });
 });
