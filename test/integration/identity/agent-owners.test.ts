@@ -81,6 +81,19 @@ describeEachStore('agent owners', ({ store }) => {
     });
   }
 
+  test('the longest list of the longest ids is announced and applied (it fits a NOTIFY payload)', async () => {
+    const long = (ns: string, i: number) => `${ns}/${String(i).padStart(3, '0')}${'n'.repeat(250)}`;
+    const ns = 'n'.repeat(63);
+    const agent = long(ns, 999);
+    assert.equal(agent.length, 317);
+    assert.equal((await admin.post('/api/v1/identities', { id: agent, kind: 'agent' })).status, 201);
+    const owners = Array.from({ length: 20 }, (_, i) => long(ns, i));
+    for (const id of owners) assert.equal((await admin.post('/api/v1/identities', { id, kind: 'developer' })).status, 201);
+    const r = await putOwners(agent, owners);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.ok(owners.every((o) => replica.tiers.isBound(agent, o)));
+  });
+
   test('a developer identity: 400 not_an_agent; an unknown agent: 404; missing or malformed id: 400', async () => {
     const dev = await putOwners('eng/alice', ['eng/bob']);
     assert.equal(dev.status, 400);
