@@ -301,11 +301,11 @@ export class PlaneGovernance {
       data.exempted = verdict.exempted;
     }
     if (verdict.outcome === 'deny') {
-      data.refusal = caller.problem?.agent !== undefined && verdict.reason === 'agent_not_bound'
-        ? { reason: verdict.reason, message: verdict.message, agent: caller.problem.agent }
-        : { reason: verdict.reason, message: verdict.message };
-    }
-    else if (addressDenied && result.deniedAddress) {
+      data.refusal =
+        verdict.reason === 'agent_not_bound' && caller.problem?.agent !== undefined
+          ? { reason: verdict.reason, message: verdict.message, agent: caller.problem.agent }
+          : { reason: verdict.reason, message: verdict.message };
+    } else if (addressDenied && result.deniedAddress) {
       const { address, network, message } = result.deniedAddress;
       data.refusal = { reason: 'address_denied', message, address, network };
     }
