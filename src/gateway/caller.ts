@@ -3,6 +3,14 @@
  * headers only, never from a body. With an agent key the agent is the key's identity and there is no session;
  * with a personal access token there is a developer, a session (`X-Reins-Session`, else one per token and UTC
  * day) and the agent named by `X-Reins-Agent`, else the tool itself (empty id, tier T2).
+ *
+ * A tier given to one agent must not be usable by every developer: `X-Reins-Agent` must name an agent bound to the
+ * token's developer (one of the agent's owners covers them, see identity/owners.ts), else the call is refused
+ * (403, audited). The binding is read from the tier cache, never the store.
+ *
+ * A session value is the tool's own text, and two developers may send the same one: it is scoped to the
+ * credential's developer wherever it keys anything (held-call entries key the developer too, budget counters are
+ * per identity, spend per session is grouped per identity). Policies see the value the tool sent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Actor } from '../identity/actor.js';
@@ -28,8 +36,15 @@ export interface GovernedCaller {
   sessionId: string;
   /** `X-Reins-Project` of a personal access token's call; '' when not sent. */
   project: string;
-  /** A bad Reins header: refused at decision time, in the client's protocol. */
-  problem: string | null;
+  /** A bad Reins header, refused at decision time in the client's protocol (400), or an unbound agent (403). */
+  problem: CallerProblem | null;
+}
+
+export interface CallerProblem {
+  reason: 'bad_request' | 'agent_not_bound';
+  message: string;
+  /** The `X-Reins-Agent` value refused (shortened), for the audit event. */
+  agent?: string;
 }
 
 export interface CallerDeps {
@@ -66,19 +81,28 @@ function callerFor(deps: CallerDeps, c: GatewayCredential, headers: IncomingHttp
   const sentSession = header(headers, SESSION_HEADER);
   const sentAgent = header(headers, AGENT_HEADER);
   const sentProject = header(headers, PROJECT_HEADER);
-  let problem: string | null = null;
+  let problem: CallerProblem | null = null;
   if (sentProject !== undefined && !SESSION_ID.test(sentProject)) {
-    problem = `the X-Reins-Project header must be 1 to 200 visible ASCII characters`;
+    problem = { reason: 'bad_request', message: `the X-Reins-Project header must be 1 to 200 visible ASCII characters` };
   }
   if (sentSession !== undefined && !SESSION_ID.test(sentSession)) {
-    problem = `the X-Reins-Session header must be 1 to 200 visible ASCII characters`;
+    problem = { reason: 'bad_request', message: `the X-Reins-Session header must be 1 to 200 visible ASCII characters` };
   }
   let agentId = '';
   if (sentAgent !== undefined && sentAgent !== '') {
-    if (parseIdentityId(sentAgent) === null || deps.tiers.resolve(sentAgent) === null) {
-      problem ??= `X-Reins-Agent names ${JSON.stringify(sentAgent.slice(0, 100))}, which is not an agent identity in Reins; send the id of an existing agent (<namespace>/<name>) or leave the header out`;
-    } else {
+    if (deps.tiers.isBound(sentAgent, c.identityId)) {
       agentId = sentAgent;
+    } else {
+      // One answer whether the agent is missing, a developer or someone else's: no probing for agent ids.
+      const named = JSON.stringify(sentAgent.slice(0, 100));
+      const agent = parseIdentityId(sentAgent) ? sentAgent : '<agent id>';
+      problem ??= {
+        reason: 'agent_not_bound',
+        agent: sentAgent.slice(0, 100),
+        message:
+          `X-Reins-Agent names ${named}, which is not an agent identity bound to ${c.identityId}. Ask an admin to add ${c.identityId} ` +
+          `to the owners of ${agent} (PUT /api/v1/identities/owners?id=${agent}), or leave the X-Reins-Agent header out to call as yourself`,
+      };
     }
   }
   return {

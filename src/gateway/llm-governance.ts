@@ -37,7 +37,7 @@ interface CallContext {
   tier: AutonomyTier;
   explicitTier: boolean;
   decision: Decision | null;
-  refusal: { reason: string; message: string } | null;
+  refusal: { reason: string; message: string; agent?: string } | null;
   price: ModelPrice | null;
   reservations: Reservation[];
   exempted: string[];
@@ -169,7 +169,11 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       return { outcome: 'deny', reason, message };
     };
 
-    if (caller.problem) return refuse('bad_request', `Reins refused this request: ${caller.problem}.`);
+    if (caller.problem) {
+      const refused = refuse(caller.problem.reason, `Reins refused this request: ${caller.problem.message}.`);
+      if (caller.problem.agent !== undefined) ctx.refusal!.agent = caller.problem.agent;
+      return refused;
+    }
 
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {
@@ -248,6 +252,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         dedupeKey: heldCallDedupeKey({
           kind: 'llm',
           agentId: caller.agentId,
+          developerId: caller.developer?.id ?? null,
           sessionId: caller.sessionId === '' ? null : caller.sessionId,
           policyName: p.name,
           route: `/llm/${call.provider}${call.route}`,

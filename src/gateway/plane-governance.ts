@@ -57,7 +57,7 @@ export interface PlaneVerdict {
   outcome: 'allow' | 'deny';
   /** The sentence the person sees when denied. */
   message: string;
-  reason: 'policy' | 'approval_required' | 'bad_request' | null;
+  reason: 'policy' | 'approval_required' | 'bad_request' | 'agent_not_bound' | null;
   tier: AutonomyTier;
   explicitTier: boolean;
   decision: Decision | null;
@@ -141,7 +141,7 @@ export class PlaneGovernance {
       policyMessage: p.message,
       ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
       promptExcerpt: null,
-      dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, sessionId, policyName: p.name, server: facts.server, tool: facts.tool, arguments: facts.arguments }),
+      dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, developerId: caller.developer?.id ?? null, sessionId, policyName: p.name, server: facts.server, tool: facts.tool, arguments: facts.arguments }),
     }, (entry) => events?.onHeld?.({ entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt }));
     if (held.outcome === 'released' || (held.outcome === 'timed_out' && held.allow)) {
       // The caller must still be who may run it: a credential revoked or an identity deleted while it waited.
@@ -186,8 +186,8 @@ export class PlaneGovernance {
         explicitTier: tier.explicit,
         exempted: [],
         outcome: 'deny',
-        message: `Reins refused this request: ${caller.problem}.`,
-        reason: 'bad_request',
+        message: `Reins refused this request: ${caller.problem.message}.`,
+        reason: caller.problem.reason,
         decision: null,
       };
     }
@@ -306,8 +306,12 @@ export class PlaneGovernance {
       data.exemptedBy = 'grant';
       data.exempted = verdict.exempted;
     }
-    if (verdict.outcome === 'deny') data.refusal = { reason: verdict.reason, message: verdict.message };
-    else if (addressDenied && result.deniedAddress) {
+    if (verdict.outcome === 'deny') {
+      data.refusal =
+        verdict.reason === 'agent_not_bound' && caller.problem?.agent !== undefined
+          ? { reason: verdict.reason, message: verdict.message, agent: caller.problem.agent }
+          : { reason: verdict.reason, message: verdict.message };
+    } else if (addressDenied && result.deniedAddress) {
       const { address, network, message } = result.deniedAddress;
       data.refusal = { reason: 'address_denied', message, address, network };
     }

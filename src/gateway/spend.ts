@@ -39,8 +39,10 @@ export async function spendReport(
   if (query.session) where.push(`data->>'session' = $${params.push(query.session)}`);
   if (query.groupBy === 'session') where.push(`data->>'session' IS NOT NULL`);
   const key = KEY[query.groupBy];
-  // A session belongs to one identity; a day or an identity key spans many, so only sessions name theirs.
-  const identity = query.groupBy === 'session' ? 'min(actor_id)' : query.groupBy === 'identity' ? 'min(actor_id)' : 'NULL';
+  // A session is scoped to its developer (two developers may send the same X-Reins-Session value: two sessions),
+  // so sessions are grouped per identity and name it; a day spans many identities.
+  const identity = query.groupBy === 'day' ? 'NULL' : 'actor_id';
+  const group = query.groupBy === 'session' ? `${key}, actor_id` : key;
   const r = await q.query<{ key: string; identity: string | null; requests: string; input: string | null; output: string | null; cost: string | null; unpriced: string }>(
     `SELECT ${key} AS key, ${identity} AS identity, count(*)::text AS requests,
             sum((data->'usage'->>'inputTokens')::bigint)::text AS input,
@@ -48,7 +50,7 @@ export async function spendReport(
             sum((data->>'costUsd')::numeric)::text AS cost,
             count(*) FILTER (WHERE data->>'unpriced' = 'true')::text AS unpriced
        FROM audit_events WHERE ${where.join(' AND ')}
-      GROUP BY ${key} ORDER BY sum((data->>'costUsd')::numeric) DESC NULLS LAST, ${key} LIMIT 1000`,
+      GROUP BY ${group} ORDER BY sum((data->>'costUsd')::numeric) DESC NULLS LAST, ${group} LIMIT 1000`,
     params,
   );
   return r.rows.map((row) => ({

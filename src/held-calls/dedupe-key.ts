@@ -1,12 +1,16 @@
 // The held-call de-duplication key. An identical call (same prompt or tool and
-// arguments, model, agent, session and policy) gets the same key and attaches to the
-// pending entry; any difference gives another key and a separate entry.
+// arguments, model, agent, developer, session and policy) gets the same key and attaches
+// to the pending entry; any difference gives another key and a separate entry. Entries
+// never mix callers: the developer is part of the key, so a session value two developers
+// both send is two sessions, and no call joins an entry that did not name its developer.
 import { createHash } from 'node:crypto';
 
 export interface LlmCallIdentity {
   kind: 'llm';
   agentId: string;
-  /** Developer session; null for an agent key, which has none. */
+  /** The personal access token's developer; null for an agent key. */
+  developerId: string | null;
+  /** Developer session (the tool's own value, scoped by `developerId`); null for an agent key, which has none. */
   sessionId: string | null;
   policyName: string;
   /** Gateway route, e.g. `/llm/openai/v1/chat/completions`; a query string is ignored. */
@@ -19,6 +23,7 @@ export interface LlmCallIdentity {
 export interface McpCallIdentity {
   kind: 'mcp';
   agentId: string;
+  developerId: string | null;
   sessionId: string | null;
   policyName: string;
   server: string;
@@ -113,9 +118,10 @@ function routePath(route: string): string {
  */
 export function heldCallDedupeKey(call: HeldCallIdentity): string {
   const common = {
-    v: 1, // bump when the identity changes shape, so old and new keys never meet
+    v: 2, // bump when the identity changes shape, so old and new keys never meet
     kind: call.kind,
     agentId: call.agentId,
+    developerId: call.developerId,
     sessionId: call.sessionId,
     policyName: call.policyName,
   };

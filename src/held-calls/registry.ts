@@ -3,7 +3,9 @@
  *
  * The caller waits on the replica that received it; the entry lives in the shared store. An identical call
  * (same de-duplication key) while the entry is pending attaches to it (one conditional upsert), so a retried
- * call finds its entry and one decision applies to all. A decision is one conditional update under the row
+ * call finds its entry and one decision applies to all. Entries never mix callers: the key holds the agent, the
+ * developer and the session, and the upsert joins only an entry of the same requester, agent and session, so the
+ * entry's requester is the one developer whose calls it holds (and can never release them herself). A decision is one conditional update under the row
  * lock through the pure `decideHeldCall`, announced over NOTIFY; every replica wakes its own waiters. The window's
  * end is a timer on every replica with waiters, and the conditional update makes exactly one of them time the
  * entry out. Replicas with calls parked keep a heartbeat; entries of a replica whose heartbeat lapsed are
@@ -193,6 +195,9 @@ export class HeldCallRegistry {
       `INSERT INTO held_calls (id, kind, state, requester, agent_id, session_id, tool, model, policy_name, policy_message, prompt_excerpt, dedupe_key, replica_id, expires_at)
        VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13))
        ON CONFLICT (dedupe_key) WHERE state = 'pending' DO UPDATE SET attached_calls = held_calls.attached_calls + 1
+         WHERE held_calls.requester IS NOT DISTINCT FROM EXCLUDED.requester
+           AND held_calls.agent_id = EXCLUDED.agent_id
+           AND held_calls.session_id IS NOT DISTINCT FROM EXCLUDED.session_id
        RETURNING ${COLUMNS}`,
       [
         `hc_${randomBytes(9).toString('base64url')}`,
@@ -210,7 +215,9 @@ export class HeldCallRegistry {
         window,
       ],
     );
-    const row = r.rows[0]!;
+    const row = r.rows[0];
+    // Only a key shared by two callers gets here (the caller is in the key): refuse rather than attach.
+    if (!row) throw new Error(`held call: the pending entry with this de-duplication key holds another caller's calls; not attaching`);
     const outcome = new Promise<HoldOutcome>((resolve) => {
       let set = this.waiters.get(row.id);
       if (!set) this.waiters.set(row.id, (set = new Set()));

@@ -7,6 +7,7 @@ import { AppError, conflict, notFound } from '../http/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor, Role } from './actor.js';
 import { IDENTITY_ID_RULE, parseIdentityId } from './ids.js';
+import { ownersOf, parseOwners, writeOwners } from './owners.js';
 import { isTier, resolveTier, type Tier } from './tiers.js';
 
 export type IdentityKind = 'agent' | 'developer';
@@ -19,6 +20,8 @@ export interface Identity {
   autonomyTier: Tier | '';
   /** What policies see: the assigned tier, or T2. Developers have none. */
   effectiveTier?: Tier;
+  /** Agents only: who may name the agent in X-Reins-Agent (developer ids and `<namespace>/*` rules). */
+  owners?: string[];
   displayName: string;
   createdAt: string;
 }
@@ -30,6 +33,7 @@ interface IdentityRow {
   autonomy_tier: Tier | null;
   display_name: string;
   created_at: Date;
+  owners?: string[] | null;
 }
 
 /** The payload of Channels.identity: what changed and at which revision. */
@@ -38,6 +42,8 @@ export interface IdentityChange {
   op: 'upsert' | 'delete';
   kind?: IdentityKind;
   tier: Tier | null;
+  /** An agent's owners as of this revision; absent from a sender that does not know them (the cache keeps its own). */
+  owners?: string[];
   revision: string;
 }
 
@@ -51,6 +57,8 @@ export interface Changed<T> {
 }
 
 const COLUMNS = 'id, kind, role, autonomy_tier, display_name, created_at';
+/** An agent's owners beside its row (null for developers). */
+const OWNERS = `CASE WHEN kind = 'agent' THEN ARRAY(SELECT o.owner FROM agent_owners o WHERE o.agent_id = identities.id ORDER BY o.owner) END AS owners`;
 
 function toIdentity(r: IdentityRow): Identity {
   return {
@@ -58,7 +66,7 @@ function toIdentity(r: IdentityRow): Identity {
     kind: r.kind,
     ...(r.role ? { role: r.role } : {}),
     autonomyTier: r.autonomy_tier ?? '',
-    ...(r.kind === 'agent' ? { effectiveTier: resolveTier(r.autonomy_tier).autonomyTier } : {}),
+    ...(r.kind === 'agent' ? { effectiveTier: resolveTier(r.autonomy_tier).autonomyTier, owners: r.owners ?? [] } : {}),
     displayName: r.display_name,
     createdAt: r.created_at.toISOString(),
   };
@@ -75,6 +83,8 @@ export interface CreateIdentityInput {
   kind: IdentityKind;
   role?: Role;
   displayName?: string;
+  /** Agents only. */
+  owners?: unknown;
 }
 
 export async function createIdentity(db: Db, actor: Actor, input: CreateIdentityInput): Promise<Changed<Identity>> {
@@ -82,6 +92,10 @@ export async function createIdentity(db: Db, actor: Actor, input: CreateIdentity
   if (input.kind === 'agent' && input.role !== undefined) {
     throw new AppError('invalid_request', 'role: applies to developer identities only');
   }
+  if (input.kind === 'developer' && input.owners !== undefined) {
+    throw new AppError('invalid_request', 'owners: applies to agent identities only', { field: 'owners' });
+  }
+  const owners = input.kind === 'agent' && input.owners !== undefined ? parseOwners(input.owners) : [];
   const role = input.kind === 'developer' ? (input.role ?? 'developer') : null;
   return db.transaction(async (tx) => {
     const r = await tx.query<IdentityRow & { revision: string }>(
@@ -91,28 +105,29 @@ export async function createIdentity(db: Db, actor: Actor, input: CreateIdentity
     );
     const row = r.rows[0];
     if (!row) throw new AppError('already_exists', `identity ${input.id} already exists`);
+    if (owners.length > 0) await writeOwners(tx, input.id, owners);
     await recordAudit(tx, {
       type: 'control',
       action: 'identity.create',
       actor,
       subject: input.id,
-      data: { kind: input.kind, ...(role ? { role } : {}) },
+      data: { kind: input.kind, ...(role ? { role } : {}), ...(input.kind === 'agent' ? { owners } : {}) },
     });
-    const change: IdentityChange = { id: row.id, op: 'upsert', kind: row.kind, tier: null, revision: row.revision };
+    const change: IdentityChange = { id: row.id, op: 'upsert', kind: row.kind, tier: null, ...(row.kind === 'agent' ? { owners } : {}), revision: row.revision };
     await announce(tx, change);
-    return { value: toIdentity(row), change };
+    return { value: toIdentity({ ...row, owners }), change };
   });
 }
 
 export async function listIdentities(q: Queryable, filter: { kind?: IdentityKind } = {}): Promise<Identity[]> {
   const r = filter.kind
-    ? await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities WHERE kind = $1 ORDER BY id`, [filter.kind])
-    : await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities ORDER BY id`);
+    ? await q.query<IdentityRow>(`SELECT ${COLUMNS}, ${OWNERS} FROM identities WHERE kind = $1 ORDER BY id`, [filter.kind])
+    : await q.query<IdentityRow>(`SELECT ${COLUMNS}, ${OWNERS} FROM identities ORDER BY id`);
   return r.rows.map(toIdentity);
 }
 
 export async function findIdentity(q: Queryable, id: string): Promise<Identity | null> {
-  const r = await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM identities WHERE id = $1`, [id]);
+  const r = await q.query<IdentityRow>(`SELECT ${COLUMNS}, ${OWNERS} FROM identities WHERE id = $1`, [id]);
   return r.rows[0] ? toIdentity(r.rows[0]) : null;
 }
 
@@ -183,7 +198,7 @@ export async function setAutonomyTier(db: Db, actor: Actor, id: string, tier: un
       subject: id,
       data: { oldTier: row.autonomy_tier ?? '', newTier: next ?? '', effectiveTier: resolveTier(next).autonomyTier },
     });
-    const change: IdentityChange = { id, op: 'upsert', kind: 'agent', tier: next, revision: u.rows[0]!.revision };
+    const change: IdentityChange = { id, op: 'upsert', kind: 'agent', tier: next, owners: await ownersOf(tx, id), revision: u.rows[0]!.revision };
     await announce(tx, change);
     return { value: { status: 'ok', tier: next ?? '', effectiveTier: resolveTier(next).autonomyTier }, change };
   });

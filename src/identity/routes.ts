@@ -18,6 +18,7 @@ import {
   setAutonomyTier,
   type IdentityChange,
 } from './identities.js';
+import { MAX_OWNERS, OWNER_RULE, setOwners } from './owners.js';
 import { CSRF_HEADER, SESSION_COOKIE, signIn, signOut } from './sessions.js';
 import { TIERS } from './tiers.js';
 import { listTokens, mintToken, revokeToken } from './tokens.js';
@@ -29,6 +30,9 @@ const Identity = Type.Object({
   role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)))),
   autonomyTier: Type.Union([TierValue, Type.Literal('')], { description: '"" when no tier is assigned' }),
   effectiveTier: Type.Optional(Type.Union([TierValue], { description: 'What policies see: the assigned tier, or T2 (agents only)' })),
+  owners: Type.Optional(
+    Type.Array(Type.String(), { description: 'Agents only: the developers who may name this agent in X-Reins-Agent (developer ids and <namespace>/* rules)' }),
+  ),
   displayName: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
 });
@@ -101,13 +105,14 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
           kind: Type.Union([Type.Literal('agent'), Type.Literal('developer')]),
           role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)), { description: 'Developer identities only; default developer' })),
           displayName: Type.Optional(Type.String({ maxLength: 200 })),
+          owners: Type.Optional(Type.Array(Type.String(), { description: `Agent identities only. ${OWNER_RULE}; at most ${MAX_OWNERS}` })),
         },
         { additionalProperties: false },
       ),
       response: responses({ 201: Identity }, ...AUTH_ERRORS, 409, 415),
     },
     handler: async (request, reply) => {
-      const body = request.body as { id: string; kind: 'agent' | 'developer'; role?: (typeof ROLES)[number]; displayName?: string };
+      const body = request.body as { id: string; kind: 'agent' | 'developer'; role?: (typeof ROLES)[number]; displayName?: string; owners?: string[] };
       const { value, change } = await createIdentity(db, actorOf(request), body);
       deps.onIdentityChange(change);
       return reply.status(201).send(value);
@@ -170,6 +175,32 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     handler: async (request) => {
       const id = requireIdentityId((request.query as { id?: string }).id);
       const { value, change } = await setAutonomyTier(db, actorOf(request), id, (request.body as { tier: string }).tier);
+      deps.onIdentityChange(change);
+      return value;
+    },
+  });
+
+  app.put('/api/v1/identities/owners', {
+    config: { access: ADMIN },
+    schema: {
+      tags: ['identities'],
+      summary: "Replace an agent's owners: the developers whose personal access tokens may name it in X-Reins-Agent",
+      description:
+        `${OWNER_RULE}; at most ${MAX_OWNERS}. A developer named by X-Reins-Agent to an agent that does not list them is refused (403, audited). ` +
+        'The change applies to later requests on every replica (NOTIFY at once, periodic re-read as the safety net). ' +
+        'Deleting a developer removes the entries naming them.',
+      querystring: IdentityIdQuery,
+      body: Type.Object({ owners: Type.Array(Type.String()) }, { additionalProperties: false }),
+      response: responses(
+        { 200: Type.Object({ status: Type.Literal('ok'), id: Type.String(), owners: Type.Array(Type.String()) }) },
+        ...AUTH_ERRORS,
+        404,
+        415,
+      ),
+    },
+    handler: async (request) => {
+      const id = requireIdentityId((request.query as { id?: string }).id);
+      const { value, change } = await setOwners(db, actorOf(request), id, (request.body as { owners: unknown }).owners);
       deps.onIdentityChange(change);
       return value;
     },

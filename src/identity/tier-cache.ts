@@ -1,5 +1,6 @@
 /**
- * Every replica's view of agent tiers, read by policies on the request path without a query.
+ * Every replica's view of agent tiers and owners, read on the request path without a query: policies read the
+ * tier, and the caller check reads the owners (which developers may name the agent in X-Reins-Agent).
  *
  * Two ways in: a change announced over NOTIFY (applied within milliseconds on every replica) and a full
  * re-read every `refreshSeconds` (the safety net when a notification is lost). Each entry carries the
@@ -10,12 +11,17 @@
 import type { Db } from '../store/db.js';
 import { Channels } from '../store/db.js';
 import type { IdentityChange } from './identities.js';
+import { ownerCovers } from './owners.js';
 import { resolveTier, type ResolvedTier, type Tier } from './tiers.js';
 
 interface Entry {
   tier: Tier | null;
+  owners: readonly string[];
   revision: bigint;
 }
+
+/** How many deleted developers are remembered (see `deleted`); deletions are rare, the oldest go first. */
+const DELETED_MEMORY = 10_000;
 
 export interface TierCacheOptions {
   refreshSeconds: number;
@@ -26,6 +32,12 @@ export interface TierCacheOptions {
 
 export class TierCache {
   private agents = new Map<string, Entry>();
+  /**
+   * Developers deleted, with the revision of their deletion. The store deletes their owner entries with them;
+   * an owners list announced at an older revision (a late notification) may still name them, and must not let a
+   * developer created later with the same id inherit the binding.
+   */
+  private readonly deleted = new Map<string, bigint>();
   private replay: IdentityChange[] | null = null;
   private timer: NodeJS.Timeout | null = null;
   private unlisten: (() => Promise<void>) | null = null;
@@ -63,10 +75,36 @@ export class TierCache {
     return e ? resolveTier(e.tier) : null;
   }
 
+  /**
+   * Whether this developer may name this agent in X-Reins-Agent: the agent exists and one of its owners covers
+   * the developer (the developer's own id, or a `<namespace>/*` rule of the developer's namespace).
+   */
+  isBound(agentId: string, developerId: string): boolean {
+    const e = this.agents.get(agentId);
+    if (!e) return false;
+    for (const owner of e.owners) {
+      if (!ownerCovers(owner, developerId)) continue;
+      if (owner !== developerId) return true;
+      const deletedAt = this.deleted.get(developerId);
+      if (deletedAt === undefined || deletedAt < e.revision) return true;
+    }
+    return false;
+  }
+
   /** Applies a change; ignored when the cache already holds this revision or a newer one. */
   apply(change: IdentityChange): void {
     this.replay?.push(change);
+    this.remember(change);
     applyTo(this.agents, change);
+  }
+
+  private remember(change: IdentityChange): void {
+    if (change.op !== 'delete' || change.kind !== 'developer') return;
+    const revision = BigInt(change.revision);
+    if ((this.deleted.get(change.id) ?? -1n) >= revision) return;
+    this.deleted.delete(change.id);
+    this.deleted.set(change.id, revision);
+    if (this.deleted.size > DELETED_MEMORY) this.deleted.delete(this.deleted.keys().next().value!);
   }
 
   reload(): Promise<void> {
@@ -79,11 +117,14 @@ export class TierCache {
   private async readAll(): Promise<void> {
     this.replay = [];
     try {
-      const r = await this.db.query<{ id: string; autonomy_tier: Tier | null; revision: string }>(
-        `SELECT id, autonomy_tier, revision::text AS revision FROM identities WHERE kind = 'agent'`,
+      // One statement: the owners are those of the same snapshot as the revision.
+      const r = await this.db.query<{ id: string; autonomy_tier: Tier | null; revision: string; owners: string[] | null }>(
+        `SELECT i.id, i.autonomy_tier, i.revision::text AS revision,
+                ARRAY(SELECT o.owner FROM agent_owners o WHERE o.agent_id = i.id) AS owners
+           FROM identities i WHERE i.kind = 'agent'`,
       );
       const next = new Map<string, Entry>();
-      for (const row of r.rows) next.set(row.id, { tier: row.autonomy_tier, revision: BigInt(row.revision) });
+      for (const row of r.rows) next.set(row.id, { tier: row.autonomy_tier, owners: row.owners ?? [], revision: BigInt(row.revision) });
       for (const change of this.replay) applyTo(next, change);
       this.agents = next;
       this.lastReloadAt = Date.now();
@@ -111,5 +152,5 @@ function applyTo(agents: Map<string, Entry>, change: IdentityChange): void {
   const current = agents.get(change.id);
   if (current && current.revision >= revision) return;
   if (change.op === 'delete' || change.kind !== 'agent') agents.delete(change.id);
-  else agents.set(change.id, { tier: change.tier, revision });
+  else agents.set(change.id, { tier: change.tier, owners: Array.isArray(change.owners) ? change.owners : (current?.owners ?? []), revision });
 }

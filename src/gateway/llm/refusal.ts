@@ -16,6 +16,8 @@ export type GatewayErrorKind =
   | 'body_too_large'
   | 'bad_request'
   | 'rate_limited'
+  /** X-Reins-Agent names an agent the token's developer is not bound to (or no agent at all). */
+  | 'agent_not_bound'
   | 'internal_error';
 
 export interface GatewayAnswer {
@@ -36,6 +38,7 @@ const STATUS: Record<GatewayErrorKind, number> = {
   body_too_large: 413,
   bad_request: 400,
   rate_limited: 429,
+  agent_not_bound: 403,
   internal_error: 500,
 };
 
@@ -56,6 +59,7 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   bad_request: false,
   // Too many failed keys from this address: the SDK may retry after Retry-After, when the window is over.
   rate_limited: true,
+  agent_not_bound: false,
   internal_error: true,
 };
 
@@ -70,6 +74,7 @@ const OPENAI_TYPE: Record<GatewayErrorKind, string> = {
   body_too_large: 'invalid_request_error',
   bad_request: 'invalid_request_error',
   rate_limited: 'requests',
+  agent_not_bound: 'permission_error',
   internal_error: 'server_error',
 };
 
@@ -84,6 +89,7 @@ const OPENAI_CODE: Record<GatewayErrorKind, string> = {
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request',
   rate_limited: 'rate_limit_exceeded',
+  agent_not_bound: 'agent_not_bound',
   internal_error: 'internal_error',
 };
 
@@ -98,6 +104,7 @@ const ANTHROPIC_TYPE: Record<GatewayErrorKind, string> = {
   body_too_large: 'request_too_large',
   bad_request: 'invalid_request_error',
   rate_limited: 'rate_limit_error',
+  agent_not_bound: 'permission_error',
   internal_error: 'api_error',
 };
 
@@ -113,6 +120,7 @@ const BEDROCK_TYPE: Record<GatewayErrorKind, string> = {
   body_too_large: 'ValidationException',
   bad_request: 'ValidationException',
   rate_limited: 'ThrottlingException',
+  agent_not_bound: 'AccessDeniedException',
   internal_error: 'InternalServerException',
 };
 

@@ -47,6 +47,7 @@ const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
   budget: 'budget_exceeded',
   bad_request: 'bad_request',
   credential_revoked: 'unauthenticated',
+  agent_not_bound: 'agent_not_bound',
 };
 
 const NO_METER: UsageMeter = { push: () => undefined, finish: () => undefined };

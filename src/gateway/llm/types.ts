@@ -39,8 +39,11 @@ export interface LlmCall<C = GatewayCaller> {
   metered: boolean;
 }
 
-/** Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header. */
-export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'credential_revoked';
+/**
+ * Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header, an
+ * X-Reins-Agent the token's developer is not bound to, a credential revoked while its held call waited.
+ */
+export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
 
 export type GatewayDecision =
   | { outcome: 'allow' }

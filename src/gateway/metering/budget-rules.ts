@@ -127,9 +127,10 @@ function pad(n: number, width: number): string {
 
 /**
  * The window a rule's spend is counted in: `session:<id>`, `day:YYYY-MM-DD` or `month:YYYY-MM`, days and
- * months in UTC. A session rule has no window for a call without a session (an agent key; API.md gives
- * them none): the caller skips session rules for such calls, and asking anyway throws, as does an
- * invalid Date. Both are programming errors, not decisions.
+ * months in UTC. Counters are keyed by rule, the credential's identity and this window, so a session value two
+ * developers both send is two windows (a session is scoped to its developer). A session rule has no window
+ * for a call without a session (an agent key; API.md gives them none): the caller skips session rules for
+ * such calls, and asking anyway throws, as does an invalid Date. Both are programming errors, not decisions.
  */
 export function periodKey(period: BudgetPeriod, context: PeriodContext): string {
   if (period === 'session') {

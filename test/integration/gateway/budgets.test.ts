@@ -203,6 +203,37 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     assert.equal((await mine.get('/api/v1/spend?since=yesterday')).status, 400);
   });
 
+  test('a session is scoped to its developer: the same X-Reins-Session value of two developers is two session budgets and two spend rows', async () => {
+    const dave = await developerWithToken(w.admin, 'shared/dave', 'developer');
+    const erin = await developerWithToken(w.admin, 'shared/erin', 'developer');
+    // Less than one call: the first call of a session is admitted on its small estimate, the next is refused.
+    const rule = await w.admin.post('/api/v1/budget-rules', { name: 'one call a session', scope: 'shared', pattern: '*', limitUsd: CALL_COST / 2, period: 'session' });
+    assert.equal(rule.status, 201, JSON.stringify(rule.body));
+    const ask = (pat: string) =>
+      openai(w.replica.url, pat, { 'X-Reins-Session': 'same-value' }).chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    await ask(dave);
+    // Dave's session budget is used up once his call is settled.
+    let refused = false;
+    await waitFor(async () => {
+      refused = await ask(dave).then(
+        () => false,
+        (err: Error) => /one call a session/.test(err.message),
+      );
+      return refused;
+    }, 10_000, 50);
+    assert.ok(refused, "Dave's session budget never ran out");
+    // Erin sent the same session value: her session is her own, with its own budget.
+    await ask(erin);
+    await llmEvent(w.admin, (e) => e.data.session === 'same-value', '&identity=shared%2Ferin');
+    const rows = (await w.admin.get('/api/v1/spend?groupBy=session&session=same-value')).body.items;
+    assert.deepEqual(rows.map((r: any) => [r.key, r.identity]).sort(), [
+      ['same-value', 'shared/dave'],
+      ['same-value', 'shared/erin'],
+    ]);
+    assert.equal(rows.find((r: any) => r.identity === 'shared/erin').requests, 1);
+    await w.admin.delete(`/api/v1/budget-rules/${rule.body.id}`);
+  });
+
   test('model access: covered callers may use only their models; the refusal offers a model-access request', async () => {
     const key = await agentWithKey(w.admin, 'research/analyst');
     const client = openai(w.replica.url, key);

@@ -95,6 +95,7 @@ describeEachStore('gateway: governed calls', ({ store }) => {
 
   test('X-Reins-Agent names the agent (its tier applies); an unknown agent is refused naming the header', async () => {
     await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/reviewer-bot')}`, { tier: 'T1' });
+    assert.equal((await w.admin.put(`/api/v1/identities/owners?id=${enc('eng/reviewer-bot')}`, { owners: ['eng/alice'] })).status, 200);
     const asBot = anthropic(w.replica.url, pat, { 'X-Reins-Agent': 'eng/reviewer-bot' });
     await assert.rejects(
       asBot.messages.create({ model: 'claude-opus-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
@@ -108,7 +109,7 @@ describeEachStore('gateway: governed calls', ({ store }) => {
 
     const ghost = openai(w.replica.url, pat, { 'X-Reins-Agent': 'eng/ghost' });
     await assert.rejects(ghost.chat.completions.create(chat('gpt-4o-mini')), (err: unknown) => {
-      assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+      assert.ok(err instanceof OpenAI.PermissionDeniedError, String(err));
       assert.match(err.message, /X-Reins-Agent/);
       return true;
     });

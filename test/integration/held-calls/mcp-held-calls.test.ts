@@ -117,6 +117,28 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       assert.equal(echoCalls('same'), 1, 'the denied pair never ran; the other session ran once');
     });
 
+    test(`[${label}] two developers with the same X-Reins-Session and arguments get two entries; the admin cannot release hers`, async () => {
+      const session = { 'x-reins-session': `shared-${json}` };
+      const args = { text: `shared call ${json}` };
+      const bobCall = (await connect(bobToken, session)).callTool({ name: 'echo', arguments: args });
+      const bobEntry = await pending((e) => e.sessionId === `shared-${json}` && e.requester?.startsWith('eng/bob'));
+      // Alice is an admin: her identical call must not join Bob's entry (she could then release her own call).
+      const aliceCall = (await connect(aliceToken, session)).callTool({ name: 'echo', arguments: args });
+      const aliceEntry = await pending((e) => e.sessionId === `shared-${json}` && e.requester?.startsWith('eng/alice'));
+      assert.notEqual(aliceEntry.id, bobEntry.id);
+      assert.equal((await admin.get(`/api/v1/held-calls/${bobEntry.id}`)).body.attachedCalls, 1, 'nothing joined Bob\'s entry');
+      const self = await new Client(replica.url, aliceToken).post(`/api/v1/held-calls/${aliceEntry.id}/approve`, {});
+      assert.equal(self.status, 403);
+      // Releasing Bob's entry runs Bob's call only.
+      assert.equal((await new Client(replica.url, aliceToken).post(`/api/v1/held-calls/${bobEntry.id}/approve`, {})).body.state, 'released');
+      assert.notEqual((await bobCall).isError, true);
+      assert.equal(echoCalls(args.text), 1);
+      assert.equal((await admin.get(`/api/v1/held-calls/${aliceEntry.id}`)).body.state, 'pending', 'Alice\'s call is still held');
+      await admin.post(`/api/v1/held-calls/${aliceEntry.id}/deny`, { note: 'not hers to release' });
+      assert.equal((await aliceCall).isError, true);
+      assert.equal(echoCalls(args.text), 1);
+    });
+
     test(`[${label}] held call of a developer session: self-release refused and audited; another admin releases it`, async () => {
       const client = await connect(aliceToken);
       const call = client.callTool({ name: 'echo', arguments: { text: 'mine' } });

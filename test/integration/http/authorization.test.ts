@@ -89,6 +89,20 @@ describeEachStore('authorization table', ({ store }) => {
       expect: { ...deny, developer: 403, viewer: 403, admin: 200 },
     },
     {
+      route: "set an agent's owners",
+      method: 'PUT',
+      path: () => `/api/v1/identities/owners?id=${enc('eng/target-agent')}`,
+      body: () => ({ owners: ['eng/dev'] }),
+      expect: { ...deny, developer: 403, viewer: 403, admin: 200 },
+    },
+    {
+      route: 'create an agent with owners',
+      method: 'POST',
+      path: () => '/api/v1/identities',
+      body: () => ({ id: `eng/${fresh('owned')}`, kind: 'agent', owners: ['eng/*'] }),
+      expect: { ...deny, developer: 403, viewer: 403, admin: 201 },
+    },
+    {
       route: 'mint a token for another identity',
       method: 'POST',
       path: () => '/api/v1/tokens',

@@ -68,6 +68,23 @@ describe('two replicas on one PostgreSQL', { skip: !storeKinds().includes('postg
     assert.ok((await waitFor(() => b.tiers.resolve('eng/gone') === null, 2000)) >= 0);
   });
 
+  test('owners set through A bind on B at once (NOTIFY) and on a replica without NOTIFY by its re-read; a deleted developer unbinds', async () => {
+    await adminA.post('/api/v1/identities', { id: 'eng/owned', kind: 'agent' });
+    await adminA.post('/api/v1/identities', { id: 'eng/olga', kind: 'developer' });
+    assert.equal((await adminA.put(`/api/v1/identities/owners?id=${enc('eng/owned')}`, { owners: ['eng/olga', 'qa/*'] })).status, 200);
+    for (const replica of [b, quiet]) {
+      const seen = await waitFor(() => replica.tiers.isBound('eng/owned', 'eng/olga') && replica.tiers.isBound('eng/owned', 'qa/anyone'), 10_000, 10);
+      assert.ok(seen >= 0, 'the binding did not arrive');
+    }
+    assert.equal(b.tiers.isBound('eng/owned', 'eng/other'), false);
+    assert.equal((await adminA.delete(`/api/v1/identities?id=${enc('eng/olga')}`)).status, 200);
+    for (const replica of [b, quiet]) {
+      const gone = await waitFor(() => !replica.tiers.isBound('eng/owned', 'eng/olga'), 10_000, 10);
+      assert.ok(gone >= 0, 'the deleted developer still counts');
+    }
+    assert.ok(b.tiers.isBound('eng/owned', 'qa/anyone'));
+  });
+
   test('a token revoked through A is refused by B on the next request', async () => {
     const adminB = new Client(b.url, ADMIN_TOKEN);
     await adminA.post('/api/v1/identities', { id: 'eng/rev', kind: 'developer', role: 'viewer' });

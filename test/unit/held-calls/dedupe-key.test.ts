@@ -11,6 +11,7 @@ import {
 const chatCall: LlmCallIdentity = {
   kind: 'llm',
   agentId: 'eng/reviewer-bot',
+  developerId: 'eng/alice',
   sessionId: 'sess-2026-11-21-a',
   policyName: 'approve-prod-data',
   route: '/llm/openai/v1/chat/completions',
@@ -29,6 +30,7 @@ const chatCall: LlmCallIdentity = {
 const toolCall: McpCallIdentity = {
   kind: 'mcp',
   agentId: 'eng/reviewer-bot',
+  developerId: 'eng/alice',
   sessionId: 'sess-2026-11-21-a',
   policyName: 'approve-destructive-tools',
   server: 'github',
@@ -74,6 +76,8 @@ describe('held-call de-duplication key', () => {
     ['model', { model: 'gpt-4.1-mini' }],
     ['agent', { agentId: 'eng/other-bot' }],
     ['session', { sessionId: 'sess-2026-11-21-b' }],
+    ['developer (the same session value sent by another developer)', { developerId: 'eng/bob' }],
+    ['developer versus an agent key', { developerId: null }],
     ['no session (agent key) versus a session', { sessionId: null }],
     ['policy', { policyName: 'approve-large-prompts' }],
     ['endpoint', { route: '/llm/openai/v1/responses' }],
@@ -92,6 +96,8 @@ describe('held-call de-duplication key', () => {
     ['server', { server: 'gitlab' }],
     ['agent', { agentId: 'eng/other-bot' }],
     ['session', { sessionId: 'sess-2026-11-21-b' }],
+    ['developer (the same session value sent by another developer)', { developerId: 'eng/bob' }],
+    ['developer versus an agent key', { developerId: null }],
     ['policy', { policyName: 'approve-everything' }],
   ];
   for (const [what, change] of mcpDifferences) {

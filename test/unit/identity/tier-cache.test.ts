@@ -68,3 +68,33 @@ test('unknown ids resolve to null (not an agent), deletes remove the entry', asy
     await cache.stop();
   }
 });
+
+test('owners: direct ids and namespace rules bind; a change without owners keeps them; a late older list cannot revive a deleted developer', async () => {
+  await db.query(`INSERT INTO identities (id, kind) VALUES ('eng/b', 'agent')`);
+  const cache = new TierCache(db, { refreshSeconds: 30, listen: false });
+  await cache.start();
+  try {
+    assert.equal(cache.isBound('eng/b', 'eng/alice'), false, 'no owners: nobody is bound');
+    const rev = BigInt(await revisionOf('eng/b'));
+    cache.apply({ id: 'eng/b', op: 'upsert', kind: 'agent', tier: null, owners: ['eng/alice', 'qa/*'], revision: String(rev + 10n) });
+    assert.ok(cache.isBound('eng/b', 'eng/alice'));
+    assert.ok(cache.isBound('eng/b', 'qa/anyone'));
+    assert.equal(cache.isBound('eng/b', 'eng/bob'), false);
+    assert.equal(cache.isBound('eng/b', 'qa'), false);
+    assert.equal(cache.isBound('eng/b', 'qax/anyone'), false, 'a namespace rule is the whole namespace, not a prefix');
+    assert.equal(cache.isBound('eng/nobody', 'eng/alice'), false, 'no such agent');
+    // A sender that does not know owners (a tier change from an older replica) leaves them as they were.
+    cache.apply({ id: 'eng/b', op: 'upsert', kind: 'agent', tier: 'T4', revision: String(rev + 11n) });
+    assert.ok(cache.isBound('eng/b', 'eng/alice'));
+    assert.equal(cache.resolve('eng/b')?.autonomyTier, 'T4');
+    // eng/alice is deleted at rev+20; the list above (rev+11) predates it, so it no longer binds her namesake.
+    cache.apply({ id: 'eng/alice', op: 'delete', kind: 'developer', tier: null, revision: String(rev + 20n) });
+    assert.equal(cache.isBound('eng/b', 'eng/alice'), false);
+    assert.ok(cache.isBound('eng/b', 'qa/anyone'));
+    // An owners list announced after the deletion (she was re-created and added again) counts.
+    cache.apply({ id: 'eng/b', op: 'upsert', kind: 'agent', tier: 'T4', owners: ['eng/alice'], revision: String(rev + 30n) });
+    assert.ok(cache.isBound('eng/b', 'eng/alice'));
+  } finally {
+    await cache.stop();
+  }
+});
