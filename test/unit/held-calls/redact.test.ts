@@ -267,6 +267,13 @@ describe('linear time', () => {
     ['Slack webhook prefix repeated', fill('hooks.slack.com/services/')],
     ['base64 alphabet', fill('Ab3+/')],
     ['whitespace', fill(' \n')],
+    ['YAML name then newline repeated', fill('password:\n')],
+    ['YAML name then a long indented run', fill(`password:\n${' '.repeat(4000)}`)],
+    ['YAML block scalar indicator repeated', fill('secret: |')],
+    ['camelCase names repeated', fill('aPassword=')],
+    ['curl -u repeated', fill('-u ')],
+    ['curl -u user without a password', fill('-u user:')],
+    ['URL with an empty user repeated', fill('://:')],
   ];
 
   const workerCode = `
