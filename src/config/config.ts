@@ -353,7 +353,7 @@ function urlPasswords(url: string | undefined): string[] {
  * The secret values this configuration holds, for redaction from what Reins shows (held prompts' excerpts): the
  * bootstrap admin secret, the providers' API keys, every MCP server header value (and its credential after a
  * scheme word, `Bearer <token>`), the approval webhook's signing secret, and the passwords in DATABASE_URL and
- * the configured URLs. Only values of at least MIN_OWN_SECRET_LENGTH characters (held-calls/redact.ts): a
+ * the configured URLs (providers, MCP servers, webhook, sensor metrics targets). Only values of at least MIN_OWN_SECRET_LENGTH characters (held-calls/redact.ts): a
  * shorter value is no credential and would redact ordinary words.
  */
 export function ownSecrets(config: Config): string[] {
@@ -368,6 +368,7 @@ export function ownSecrets(config: Config): string[] {
     }
   }
   if (config.approvals.webhook) values.push(config.approvals.webhook.secret, ...urlPasswords(config.approvals.webhook.url));
+  for (const target of config.runtimeGuard.sensor.metricsTargets) values.push(...urlPasswords(target));
   if (config.store.kind === 'postgres') values.push(...urlPasswords(config.store.url));
   return [...new Set(values.filter((v): v is string => v !== undefined && v.length >= MIN_OWN_SECRET_LENGTH))];
 }
