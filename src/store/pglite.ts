@@ -68,7 +68,9 @@ export class PgliteError extends Error {
 /**
  * Embedded store: PGlite on a directory or in memory, run in a worker thread of this process (pglite-worker.ts)
  * so that its WebAssembly execution never holds the event loop that answers calls. One connection, so PGlite
- * itself serializes queries and transactions, as it did in-process; LISTEN/NOTIFY works in-process.
+ * itself serializes queries and transactions, as it did in-process; LISTEN/NOTIFY works in-process. The CLI,
+ * which answers no calls, runs the same engine on its own thread (`inProcess`). A directory is one process's
+ * (data-dir-lock.ts).
  *
  * The worker keeps the process alive only while a request is in flight, as a socket to PostgreSQL would not
  * either: a store nobody closed does not hold the process open.
