@@ -164,7 +164,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       process.stderr.write(
-        `reins: ${err.message}.\nA running server holds it; what the CLI wrote there the server would never see. ` +
+        `reins: ${err.message}.\nA running server holds it (or another reins command): what the CLI wrote there the server would never see. ` +
           `Use the server's API instead: reins --url http://HOST:PORT --token TOKEN ... (or REINS_URL and REINS_TOKEN)\n`,
       );
       return 1;
