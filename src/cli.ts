@@ -3,7 +3,11 @@
  *  - with --url and --token (or REINS_URL and REINS_TOKEN) it calls a running server's API;
  *  - otherwise it opens the store itself (DATABASE_URL, or the PGlite directory REINS_DATA_DIR), applies
  *    migrations and acts as the system actor. Changes still NOTIFY, so running replicas on PostgreSQL
- *    apply them at once. An embedded PGlite directory must not be open in a running server at the same time.
+ *    apply them at once. An embedded PGlite directory is one process's (data-dir-lock.ts): while a server
+ *    holds it the CLI refuses and points at --url, since whatever it wrote there the server would never see.
+ *
+ * Started once per command, so it loads only what the command needs: the store and its modules only without
+ * --url, and PGlite on the CLI's own thread (no worker thread to start).
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/config.js';
@@ -12,9 +16,8 @@ import { createAdmin } from './identity/bootstrap.js';
 import { createIdentity, listIdentities, requireIdentityId, setAutonomyTier, type CreateIdentityInput } from './identity/identities.js';
 import { mintToken } from './identity/tokens.js';
 import { AppError } from './http/errors.js';
+import { DataDirLockedError } from './store/data-dir-lock.js';
 import type { Db } from './store/db.js';
-import { migrate } from './store/migrate.js';
-import { openStore } from './store/open.js';
 
 const USAGE = `usage: reins <command> [options]
 
@@ -27,7 +30,8 @@ commands:
 
 options:
   --url URL, --token TOKEN   use a running server's API (also REINS_URL, REINS_TOKEN)
-  (without them the CLI opens the store: DATABASE_URL, or REINS_DATA_DIR for the embedded store)
+  (without them the CLI opens the store: DATABASE_URL, or REINS_DATA_DIR for the embedded store,
+   which a running server holds: then use --url and --token)
 `;
 
 class UsageError extends Error {}
@@ -53,7 +57,8 @@ function httpApi(url: string, token: string): Api {
 
 async function withStore<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const db = await openStore(config.store);
+  const [{ openStore }, { migrate }] = await Promise.all([import('./store/open.js'), import('./store/migrate.js')]);
+  const db = await openStore(config.store, undefined, { inProcess: true });
   try {
     await migrate(db);
     return await fn(db);
@@ -157,6 +162,13 @@ export async function main(argv: string[]): Promise<number> {
     await runCli(argv);
     return 0;
   } catch (err) {
+    if (err instanceof DataDirLockedError) {
+      process.stderr.write(
+        `reins: ${err.message}.\nA running server holds it (or another reins command): what the CLI wrote there the server would never see. ` +
+          `Use the server's API instead: reins --url http://HOST:PORT --token TOKEN ... (or REINS_URL and REINS_TOKEN)\n`,
+      );
+      return 1;
+    }
     if (err instanceof UsageError) {
       process.stderr.write(`reins: ${err.message}\n\n${USAGE}`);
       return 2;

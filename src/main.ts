@@ -1,6 +1,7 @@
 /** `npm start`: one Reins replica, configured from the environment and REINS_CONFIG. */
 import { ConfigError, loadConfig } from './config/config.js';
 import { startReplica } from './server.js';
+import { DataDirLockedError } from './store/data-dir-lock.js';
 
 async function main(): Promise<void> {
   let config;
@@ -44,6 +45,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`reins: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  // The embedded store is one process's: a second replica needs PostgreSQL (DATABASE_URL) to share a store.
+  const hint = err instanceof DataDirLockedError ? '; stop that process first, or run replicas on PostgreSQL (DATABASE_URL) to share a store' : '';
+  process.stderr.write(`reins: failed to start: ${err instanceof Error ? err.message : String(err)}${hint}\n`);
   process.exit(1);
 });

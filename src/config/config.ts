@@ -7,6 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../gateway/egress/denied-networks.js';
+import { MIN_OWN_SECRET_LENGTH } from '../held-calls/redact.js';
 
 const Origin = Type.String({ pattern: '^https?://[^/?#\\s]+/?$', description: 'an origin such as https://api.openai.com' });
 const ProviderConfig = Type.Object(
@@ -339,6 +340,46 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     },
   };
   return config;
+}
+
+/** A URL's password, as written and decoded (`p%40ss` and `p@ss`); none when it has none or is no URL. */
+function urlPasswords(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    const raw = new URL(url).password;
+    if (!raw) return [];
+    try {
+      return [raw, decodeURIComponent(raw)];
+    } catch {
+      return [raw];
+    }
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The secret values this configuration holds, for redaction from what Reins shows (held prompts' excerpts): the
+ * bootstrap admin secret, the providers' API keys, every MCP server header value (and its credential after a
+ * scheme word, `Bearer <token>`), the approval webhook's signing secret, and the passwords in DATABASE_URL and
+ * the configured URLs (providers, MCP servers, webhook, sensor metrics targets). Only values of at least MIN_OWN_SECRET_LENGTH characters (held-calls/redact.ts): a
+ * shorter value is no credential and would redact ordinary words.
+ */
+export function ownSecrets(config: Config): string[] {
+  const values: (string | undefined)[] = [config.bootstrapAdminToken];
+  for (const provider of Object.values(config.providers)) {
+    values.push(provider?.apiKey, ...urlPasswords(provider?.baseUrl));
+  }
+  for (const server of config.mcpServers) {
+    values.push(...urlPasswords(server.url));
+    for (const value of Object.values(server.headers)) {
+      values.push(value.trim(), value.trim().split(/[ \t]+/).slice(1).join(' '));
+    }
+  }
+  if (config.approvals.webhook) values.push(config.approvals.webhook.secret, ...urlPasswords(config.approvals.webhook.url));
+  for (const target of config.runtimeGuard.sensor.metricsTargets) values.push(...urlPasswords(target));
+  if (config.store.kind === 'postgres') values.push(...urlPasswords(config.store.url));
+  return [...new Set(values.filter((v): v is string => v !== undefined && v.length >= MIN_OWN_SECRET_LENGTH))];
 }
 
 function readConfigFile(path: string): string {

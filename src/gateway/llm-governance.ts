@@ -58,6 +58,8 @@ export interface LlmGovernanceDeps {
   notes?: RequestNotes;
   /** Parks calls an approve policy holds; absent: such calls are refused with the policy's message. */
   held?: HeldCallRegistry;
+  /** Reins' own secret values (config.ts ownSecrets), redacted from held prompts' excerpts like any credential. */
+  ownSecrets?: readonly string[];
   onTokenUse?: (tokenId: string) => void;
   onError?: (err: Error, what: string) => void;
   /** Counts each completed call by provider and outcome (ok, refused, error). */
@@ -248,7 +250,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         policyName: p.name,
         policyMessage: p.message,
         ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
-        promptExcerpt: promptExcerpt(promptText(call.body), 500),
+        promptExcerpt: promptExcerpt(promptText(call.body), 500, this.deps.ownSecrets),
         dedupeKey: heldCallDedupeKey({
           kind: 'llm',
           agentId: caller.agentId,

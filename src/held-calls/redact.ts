@@ -35,8 +35,25 @@ const NOT_A_SECRET = new Set([
 ]);
 
 function isPlaceholder(value: string): boolean {
-  return NOT_A_SECRET.has(value.toLowerCase()) || /^[*xX.]+$/.test(value) || /^[$%]/.test(value);
+  return (
+    NOT_A_SECRET.has(value.toLowerCase()) ||
+    /^[*xX.]+$/.test(value) ||
+    /^[$%]/.test(value) ||
+    // `YOUR_API_KEY`, `your-password-here`, `<token>`; a key on the next line (`secret:` then `  secretName: tls`)
+    /^your[_-]/i.test(value) ||
+    value.endsWith(':')
+  );
 }
+
+// Names whose value is a secret (`password=`, `"api_key": "`, `DB_PASSWORD=`, `export AWS_SECRET_ACCESS_KEY=`).
+const SECRET_NAMES =
+  '(?:password|passwd|pass|passphrase|client[_-]?secret|secret[_-]?access[_-]?key|secret[_-]?key|secret|' +
+  'private[_-]?key|api[_-]?key|access[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|token)';
+// The assignment after the name: `=`, `:`, `:=`, `=>`, quoted or not; a YAML value may start on the next,
+// indented line (`password:` then `  hunter2`, or a block scalar `password: |`). One start per name keeps this
+// linear: the whitespace runs are backtracked over at most once per occurrence of a name.
+const SECRET_ASSIGN = `["']?[ \\t]*(?::=|=>|[:=])[ \\t]*(?:[|>][-+]?[ \\t]*)?(?:\\r?\\n[ \\t]+)?["']?`;
+const SECRET_VALUE = `[^\\s"',;&\\[\\]<>(){}]{4,}`;
 
 interface Rule {
   kind: string;
@@ -75,9 +92,19 @@ const RULES: readonly Rule[] = [
   { kind: 'reins-token', pattern: new RegExp(`${B}reins_(?:pat|agent|sensor|sess)_[A-Za-z0-9_-]{32,}`, 'g') },
   { kind: 'npm-token', pattern: new RegExp(`${B}npm_[A-Za-z0-9]{36,}`, 'g') },
   { kind: 'stripe-key', pattern: new RegExp(`${B}(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}`, 'g') },
+  { kind: 'sendgrid-key', pattern: new RegExp(`${B}SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}`, 'g') },
+  { kind: 'pypi-token', pattern: new RegExp(`${B}pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}`, 'g') },
+  { kind: 'digitalocean-token', pattern: new RegExp(`${B}do[opr]_v1_[a-f0-9]{64}`, 'g') },
+  { kind: 'shopify-token', pattern: new RegExp(`${B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`, 'g') },
   {
     kind: 'url-password',
-    pattern: /(?<keep>:\/\/[^\s:\/@\[\]]{1,64}:)(?<value>[^\s\/@\[\]]{1,128})(?=@)/g,
+    pattern: /(?<keep>:\/\/[^\s:\/@\[\]]{0,64}:)(?<value>[^\s\/@\[\]]{1,128})(?=@)/g,
+  },
+  {
+    // curl -u user:password / --user user:password
+    kind: 'basic-auth',
+    pattern: /(?<![A-Za-z0-9_-])(?<keep>(?:-u|--user)[ \t]+["']?[^\s:"'\[\]]{1,64}:)(?<value>[^\s"'\[\]]{3,})/g,
+    accept: (v) => !isPlaceholder(v),
   },
   {
     kind: 'bearer-token',
@@ -99,13 +126,20 @@ const RULES: readonly Rule[] = [
   {
     kind: 'secret',
     pattern: new RegExp(
-      '(?<![A-Za-z0-9])(?<keep>(?:password|passwd|passphrase|client_secret|secret_access_key|secretaccesskey|' +
-        'secret_key|secret|private_key|api_key|apikey|access_token|auth_token|refresh_token|token)' +
-        `["']?[ \\t]*(?::=|=>|[:=])[ \\t]*["']?)` +
-        `(?<value>[^\\s"',;&\\[\\]<>(){}]{4,})`,
+      `(?<![A-Za-z0-9])(?<keep>${SECRET_NAMES}${SECRET_ASSIGN})(?<value>${SECRET_VALUE})`,
       'gi',
     ),
     // Passwords need not look random, so any value that is not a placeholder goes.
+    accept: (v) => !isPlaceholder(v),
+  },
+  {
+    // camelCase names ending in one: `dbPassword`, `clientSecret`, `githubToken`, `openaiApiKey`. Case matters
+    // here, so the rule is its own: the capital marks the word's start inside the name.
+    kind: 'secret',
+    pattern: new RegExp(
+      `(?<=[a-z0-9])(?<keep>(?:Password|Passwd|Passphrase|Secret|SecretKey|SecretAccessKey|Token|AccessToken|AuthToken|ApiKey|PrivateKey)${SECRET_ASSIGN})(?<value>${SECRET_VALUE})`,
+      'g',
+    ),
     accept: (v) => !isPlaceholder(v),
   },
 ];
@@ -198,14 +232,49 @@ function redactAwsSecretsNearKeyIds(text: string): string {
 }
 
 /**
+ * The shortest value that counts as a secret of Reins' own (config.ts `ownSecrets`): a shorter configured value
+ * (a region, `true`, a port) would redact ordinary words of a prompt, and is no credential anyway (the bootstrap
+ * admin secret and webhook secrets must have 16 characters).
+ */
+export const MIN_OWN_SECRET_LENGTH = 8;
+
+const OWN_SECRET_MARKER = marker('reins-secret');
+
+/**
+ * Exact occurrences of Reins' own secret values (its configured provider keys, bootstrap admin secret, webhook
+ * secrets, header values, database password) become `[REDACTED:reins-secret]`, whatever their format. One
+ * indexOf scan of the text per secret (a handful), all found ranges merged, then one pass to build the result:
+ * linear in the text for a fixed configuration.
+ */
+export function redactOwnSecrets(text: string, secrets: readonly string[]): string {
+  const ranges: Array<[number, number]> = [];
+  for (const secret of secrets) {
+    if (secret.length < MIN_OWN_SECRET_LENGTH) continue;
+    for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + secret.length)) ranges.push([at, at + secret.length]);
+  }
+  if (ranges.length === 0) return text;
+  ranges.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let from = 0;
+  for (const [start, end] of ranges) {
+    if (end <= from) continue;
+    if (start >= from) out += text.slice(from, start) + OWN_SECRET_MARKER;
+    from = end;
+  }
+  return out + text.slice(from);
+}
+
+/**
  * Replace every credential found in `text` with a marker such as `[REDACTED:openai-key]`.
  * Formats: OpenAI, Anthropic, AWS key ids and the 40-character secret next to one, GitHub,
  * GitLab, Slack tokens and webhooks, Google, Hugging Face, npm, Stripe, JWTs, PEM private
  * keys, Bearer tokens, Authorization and API-key header values, URL passwords, and values
- * after `password=`, `secret=`, `api_key=`, `token=` and their kin.
+ * after `password=`, `secret=`, `api_key=`, `token=` and their kin (JSON, YAML, .env, shell forms), camelCase
+ * names ending in one, `curl -u user:password`, SendGrid, PyPI, DigitalOcean and Shopify tokens. `ownSecrets`,
+ * the values Reins itself is configured with, go first, found by their exact text.
  */
-export function redactCredentials(text: string): string {
-  let out = redactPrivateKeys(text);
+export function redactCredentials(text: string, ownSecrets: readonly string[] = []): string {
+  let out = redactPrivateKeys(redactOwnSecrets(text, ownSecrets));
   for (const rule of RULES) {
     out = applyRule(out, rule);
     if (rule.kind === 'aws-access-key-id') out = redactAwsSecretsNearKeyIds(out);
@@ -221,8 +290,8 @@ const ELLIPSIS = '…';
  * cutting is what keeps half a key from surviving: a cut key is too short to recognise.
  * The cut never splits a marker or a surrogate pair.
  */
-export function promptExcerpt(text: string, maxChars: number): string {
-  const redacted = redactCredentials(text);
+export function promptExcerpt(text: string, maxChars: number, ownSecrets: readonly string[] = []): string {
+  const redacted = redactCredentials(text, ownSecrets);
   const limit = Math.floor(maxChars);
   if (redacted.length <= limit) return redacted;
   if (!(limit >= 1)) return '';

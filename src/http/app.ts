@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { registerAuditRoutes } from '../audit/routes.js';
-import type { Config } from '../config/config.js';
+import { ownSecrets, type Config } from '../config/config.js';
 import type { IdentityChange } from '../identity/identities.js';
 import { registerIdentityRoutes } from '../identity/routes.js';
 import type { TierCache } from '../identity/tier-cache.js';
@@ -126,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
         onCompleted: gatewayMetrics.completed,
         notes: new StoredRequestNotes(deps.db),
         held: gw.held,
+        ownSecrets: ownSecrets(deps.config),
       }),
     },
     log,

@@ -25,6 +25,9 @@ export function listMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 
 /** Applies the migrations not yet applied, in order, each in its own transaction. Returns their names. */
 export async function migrate(db: Db, migrations: Migration[] = listMigrations()): Promise<string[]> {
+  // Nothing to apply is the common case (every restart, every CLI command): one read, without the lock and the
+  // transaction per migration. Migrations are only ever added, so a schema found complete stays complete.
+  if (await allApplied(db, migrations)) return [];
   // Under the lock too: two replicas' concurrent CREATE TABLE IF NOT EXISTS can both try to create it.
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -49,6 +52,14 @@ export async function migrate(db: Db, migrations: Migration[] = listMigrations()
     if (done) applied.push(`${String(m.version).padStart(3, '0')}_${m.name}`);
   }
   return applied;
+}
+
+async function allApplied(db: Db, migrations: Migration[]): Promise<boolean> {
+  const table = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+  if (table.rows[0]?.t == null) return false;
+  const r = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
+  const done = new Set(r.rows.map((x) => Number(x.version)));
+  return migrations.every((m) => done.has(m.version));
 }
 
 export async function pendingMigrations(db: Db): Promise<number> {

@@ -1,9 +1,10 @@
 import type { Config } from '../config/config.js';
 import type { Db } from './db.js';
-import { PgliteDb } from './pglite.js';
+import { PgliteDb, type PgliteOpenOptions } from './pglite.js';
 import { PostgresDb } from './postgres.js';
 
-export async function openStore(store: Config['store'], onError?: (err: Error) => void): Promise<Db> {
+/** Opens the configured store. An embedded directory is locked to this process until the store is closed (data-dir-lock.ts). */
+export async function openStore(store: Config['store'], onError?: (err: Error) => void, pglite: PgliteOpenOptions = {}): Promise<Db> {
   if (store.kind === 'postgres') {
     const db = new PostgresDb(store.url, onError);
     try {
@@ -14,5 +15,5 @@ export async function openStore(store: Config['store'], onError?: (err: Error) =
     }
     return db;
   }
-  return PgliteDb.open(store.dataDir);
+  return PgliteDb.open(store.dataDir, pglite);
 }

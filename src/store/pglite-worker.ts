@@ -1,8 +1,9 @@
 /**
- * The embedded store's thread: PGlite (PostgreSQL compiled to WebAssembly) runs here, in a worker thread of
- * the Reins process, and answers the messages of `PgliteDb` (pglite.ts). PGlite executes every statement
+ * The embedded store's engine: PGlite (PostgreSQL compiled to WebAssembly), answering the messages of `PgliteDb`
+ * (pglite.ts). The server runs it in a worker thread of the Reins process: PGlite executes every statement
  * synchronously inside WebAssembly; on the main thread a batch of audit inserts held the event loop for
- * milliseconds at a time, and every call arriving meanwhile waited. Here it only costs this thread.
+ * milliseconds at a time, and every call arriving meanwhile waited. Here it only costs this thread. The CLI, which
+ * answers no calls and lives for one command, runs the same `serve` on its main thread and skips starting one.
  *
  * The protocol is the `Db` adapter's, one message per operation (types in pglite-protocol.ts). PGlite
  * serialises queries and transactions itself (one connection), exactly as it did in-process: a query that
@@ -15,10 +16,11 @@ import { runInNewContext } from 'node:vm';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
 
-const port = parentPort;
-if (!port) throw new Error('pglite-worker.ts runs as a worker thread (started by PgliteDb.open)');
-
-const { dataDir } = workerData as WorkerOptions;
+/** Where the engine's requests come from and its answers go: the worker's parentPort, or PgliteDb's in-process endpoint. */
+export interface StorePort {
+  postMessage(message: FromWorker): void;
+  on(event: 'message', listener: (message: ToWorker) => void): unknown;
+}
 
 /** An open transaction: PGlite's handle, how the main thread ends it, and which message asked to end it. */
 interface OpenTransaction {
@@ -27,19 +29,11 @@ interface OpenTransaction {
   endId: number;
 }
 
-const transactions = new Map<number, OpenTransaction>();
-const unlistens = new Map<string, () => Promise<void>>();
-let nextTransaction = 1;
-
 /** Thrown inside PGlite's transaction callback when the main thread rolls back: PGlite then runs ROLLBACK. */
 class RollbackRequested extends Error {}
 
-function send(message: FromWorker): void {
-  port!.postMessage(message);
-}
-
 /** The fields of a PostgreSQL error the main thread rebuilds (pg-protocol's DatabaseError names). */
-function serializeError(err: unknown): SerializedError {
+export function serializeError(err: unknown): SerializedError {
   const e = err as Error & Record<string, unknown>;
   const out: SerializedError = { message: e?.message ?? String(err) };
   for (const key of ['code', 'severity', 'detail', 'hint', 'constraint', 'table', 'column', 'schema', 'where', 'position'] as const) {
@@ -59,11 +53,16 @@ function collectGarbage(): void {
   (runInNewContext('gc') as () => void)();
 }
 
-async function main(): Promise<void> {
+/** Opens the database, answers `ready` (or rejects), then answers every request arriving on `port`. */
+export async function serve(port: StorePort, dataDir: string | 'memory'): Promise<void> {
+  const transactions = new Map<number, OpenTransaction>();
+  const unlistens = new Map<string, () => Promise<void>>();
+  let nextTransaction = 1;
+  const send = (message: FromWorker): void => port.postMessage(message);
+
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
   const pg = await PGlite.create(dataDir === 'memory' ? undefined : dataDir);
   send({ op: 'ready' });
-  setTimeout(collectGarbage, 1_000).unref();
 
   const answer = (id: number, work: Promise<{ rows: unknown[]; rowCount: number } | void>) =>
     work.then(
@@ -76,7 +75,7 @@ async function main(): Promise<void> {
     return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
   };
 
-  port!.on('message', (m: ToWorker) => {
+  port.on('message', (m: ToWorker) => {
     switch (m.op) {
       case 'query': {
         if (m.tx === undefined) return void answer(m.id, query(pg, m.sql, m.params));
@@ -135,4 +134,10 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((err: unknown) => send({ op: 'failed', error: serializeError(err) }));
+if (parentPort) {
+  const port = parentPort;
+  serve(port, (workerData as WorkerOptions).dataDir).then(
+    () => setTimeout(collectGarbage, 1_000).unref(),
+    (err: unknown) => port.postMessage({ op: 'failed', error: serializeError(err) } satisfies FromWorker),
+  );
+}

@@ -1,6 +1,16 @@
+import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import type { Db, ListenOptions, QueryResult, Queryable } from './db.js';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
+
+/** The engine's end of the messages, as PgliteDb sees it: a worker thread, or the engine on this thread. */
+type Endpoint = EventEmitter & {
+  postMessage(message: ToWorker): void;
+  ref(): void;
+  unref(): void;
+  terminate(): Promise<number>;
+};
 
 /**
  * The worker's entry sits beside this module: dist/store/pglite-worker.js when built. From source (tsx: tests,
@@ -12,6 +22,33 @@ function startWorker(options: WorkerOptions): Worker {
   const entry = JSON.stringify(new URL('./pglite-worker.ts', import.meta.url).href);
   const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${entry}); })`;
   return new Worker(bootstrap, { eval: true, workerData: options });
+}
+
+/**
+ * The engine (pglite-worker.ts's `serve`) on this thread, for a process that answers no calls while it queries (the
+ * CLI): no thread to start, nor a second copy of PGlite's module graph to load there. Messages pass as they would
+ * between threads, one turn of the event loop later, so both endpoints behave alike.
+ */
+async function startInProcess(options: WorkerOptions): Promise<Endpoint> {
+  const { serve, serializeError } = await import('./pglite-worker.js');
+  const endpoint = new EventEmitter();
+  let engine: ((m: ToWorker) => void) | null = null;
+  const port = {
+    postMessage: (m: FromWorker) => void setImmediate(() => endpoint.emit('message', m)),
+    on: (_event: 'message', listener: (m: ToWorker) => void) => void (engine = listener),
+  };
+  serve(port, options.dataDir).catch((err: unknown) => port.postMessage({ op: 'failed', error: serializeError(err) }));
+  return Object.assign(endpoint, {
+    postMessage: (m: ToWorker) => void setImmediate(() => engine?.(m)),
+    ref() {},
+    unref() {},
+    terminate: async () => 0,
+  });
+}
+
+export interface PgliteOpenOptions {
+  /** Run PGlite on this thread instead of a worker thread (the CLI: quicker to start, nothing else to answer). */
+  inProcess?: boolean;
 }
 
 interface Pending {
@@ -31,7 +68,9 @@ export class PgliteError extends Error {
 /**
  * Embedded store: PGlite on a directory or in memory, run in a worker thread of this process (pglite-worker.ts)
  * so that its WebAssembly execution never holds the event loop that answers calls. One connection, so PGlite
- * itself serializes queries and transactions, as it did in-process; LISTEN/NOTIFY works in-process.
+ * itself serializes queries and transactions, as it did in-process; LISTEN/NOTIFY works in-process. The CLI,
+ * which answers no calls, runs the same engine on its own thread (`inProcess`). A directory is one process's
+ * (data-dir-lock.ts).
  *
  * The worker keeps the process alive only while a request is in flight, as a socket to PostgreSQL would not
  * either: a store nobody closed does not hold the process open.
@@ -44,16 +83,34 @@ export class PgliteDb implements Db {
   /** Set when the worker died or the store was closed: every later request fails with it. */
   private gone: Error | null = null;
 
-  private constructor(private readonly worker: Worker) {
+  private constructor(
+    private readonly worker: Endpoint,
+    private readonly lock: DataDirLock | null,
+  ) {
     worker.on('message', (m: FromWorker) => this.receive(m));
     worker.on('error', (err) => this.fail(new Error(`the embedded store's thread failed: ${err.message}`)));
     worker.on('exit', (code) => this.fail(new Error(`the embedded store's thread exited (code ${code})`)));
     worker.unref();
   }
 
-  static async open(dataDir: string | 'memory'): Promise<PgliteDb> {
-    const worker = startWorker({ dataDir });
-    await new Promise<void>((resolve, reject) => {
+  /**
+   * Opens the store. An on-disk directory is locked first (data-dir-lock.ts): it belongs to one process, and a
+   * second opener gets a DataDirLockedError instead of a copy of the data nobody else sees.
+   */
+  static async open(dataDir: string | 'memory', options: PgliteOpenOptions = {}): Promise<PgliteDb> {
+    const lock = dataDir === 'memory' ? null : lockDataDir(dataDir);
+    try {
+      const worker = options.inProcess ? await startInProcess({ dataDir }) : startWorker({ dataDir });
+      await PgliteDb.ready(worker);
+      return new PgliteDb(worker, lock);
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+  }
+
+  private static ready(worker: Endpoint): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const onMessage = (m: FromWorker) => {
         if (m.op !== 'ready' && m.op !== 'failed') return;
         worker.off('message', onMessage);
@@ -71,7 +128,6 @@ export class PgliteDb implements Db {
       worker.on('message', onMessage);
       worker.once('error', onError);
     });
-    return new PgliteDb(worker);
   }
 
   query<T>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<T>> {
@@ -118,10 +174,14 @@ export class PgliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    if (this.gone) return;
-    await this.request({ op: 'close', id: 0 });
-    this.gone = new Error('the embedded store is closed');
-    await this.worker.terminate();
+    if (this.gone) return this.lock?.release();
+    try {
+      await this.request({ op: 'close', id: 0 });
+      this.gone = new Error('the embedded store is closed');
+      await this.worker.terminate();
+    } finally {
+      this.lock?.release();
+    }
   }
 
   private request(message: ToWorker): Promise<FromWorker> {

@@ -245,7 +245,8 @@ describe('linear time', () => {
   // regression fails at the deadline instead of hanging the suite (terminating a worker
   // interrupts a running regex).
   const MB = 1 << 20;
-  const DEADLINE_MS = 5000;
+  // Generous, so that a busy machine never fails it: linear, a case takes a fraction of a second even then.
+  const DEADLINE_MS = 20_000;
   const fill = (unit: string): string => unit.repeat(Math.ceil(MB / unit.length)).slice(0, MB);
   const adversarial: Array<[string, string]> = [
     ['one long token run', fill('a')],
@@ -267,6 +268,13 @@ describe('linear time', () => {
     ['Slack webhook prefix repeated', fill('hooks.slack.com/services/')],
     ['base64 alphabet', fill('Ab3+/')],
     ['whitespace', fill(' \n')],
+    ['YAML name then newline repeated', fill('password:\n')],
+    ['YAML name then a long indented run', fill(`password:\n${' '.repeat(4000)}`)],
+    ['YAML block scalar indicator repeated', fill('secret: |')],
+    ['camelCase names repeated', fill('aPassword=')],
+    ['curl -u repeated', fill('-u ')],
+    ['curl -u user without a password', fill('-u user:')],
+    ['URL with an empty user repeated', fill('://:')],
   ];
 
   const workerCode = `
