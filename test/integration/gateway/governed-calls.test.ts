@@ -44,6 +44,15 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.ok(Math.abs(event.data.costUsd - (11 * 0.15 + 7 * 0.6) / 1e6) < 1e-12, String(event.data.costUsd));
     assert.equal(event.data.status, 200);
     assert.equal(event.host, null);
+    // Two events joined by callId: the decision before the call went upstream, the outcome when it was over.
+    assert.equal(event.decision.data.usage, undefined, 'the decision event holds no outcome');
+    assert.equal(event.decision.callEnded, true);
+    assert.equal(event.end.action, 'llm.request_end');
+    assert.equal(event.end.data.callId, event.decision.data.callId);
+    assert.equal(event.end.subject, 'eng/builder');
+    assert.ok(Number(event.end.id) > Number(event.decision.id));
+    const both = (await w.admin.get(`/api/v1/audit-events?callId=${event.decision.data.callId}`)).body.items;
+    assert.deepEqual(both.map((e: any) => e.action), ['llm.request_end', 'llm.request']);
   });
 
   test('the model ceiling refuses Opus at T2 and T1 in the client protocol, and allows it at T3', async () => {
@@ -105,6 +114,8 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal(refused.outcome, 'refused');
     assert.equal(refused.data.developer, 'eng/alice');
     assert.equal(refused.data.policy, 'autonomy-model-ceiling');
+    assert.equal(refused.end, null, 'refused at once: one event');
+    assert.equal(refused.data.end, 'refused');
 
     const ghost = openai(w.replica.url, pat, { 'X-Reins-Agent': 'eng/ghost' });
     await assert.rejects(ghost.chat.completions.create(chat('gpt-4o-mini')), (err: unknown) => {

@@ -108,16 +108,30 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
     assert.deepEqual(JSON.parse(text(r)), args);
     assert.deepEqual(upstream.toolCalls().at(-1)?.arguments, args);
     let event: any;
+    let end: any;
     await waitFor(async () => {
-      event = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.data.tool === 'echo' && e.data.agent.tier === 'T3');
-      return event !== undefined;
+      const items = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items;
+      event = items.find((e: any) => e.action === 'mcp.tool_call' && e.data.tool === 'echo' && e.data.agent?.tier === 'T3');
+      end = event && items.find((e: any) => e.action === 'mcp.tool_call_end' && e.data.callId === event.data.callId);
+      return end !== undefined;
     }, 5000);
-    assert.equal(event.action, 'mcp.tool_call');
+    // The decision when decided, the end when the answer is done, joined by callId.
     assert.equal(event.host, null);
     assert.equal(event.data.server, 'github');
     assert.equal(event.data.decision, 'allow');
+    assert.equal(event.data.end, undefined);
+    assert.equal(event.callEnded, true);
+    assert.equal(end.host, null);
+    assert.equal(end.outcome, 'ok');
+    assert.equal(end.data.tool, 'echo');
+    assert.equal(end.data.end, 'forwarded');
+    assert.equal(end.data.isError, false);
     const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.outcome === 'refused');
+    // Refused at once: one event, the decision with its outcome.
+    assert.equal(refused.action, 'mcp.tool_call');
     assert.equal(refused.data.policy, 'autonomy-tool-approval');
+    assert.equal(refused.data.end, 'refused');
+    assert.equal(refused.callEnded, undefined);
     await client.close();
     await setTier('');
   });

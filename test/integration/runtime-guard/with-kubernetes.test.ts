@@ -87,7 +87,8 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     const proxy = new ProxyAgent({ uri: replica.egressUrl!.replace('http://', `http://agent:${key}@`), proxyTunnel: false });
     for (let i = 0; i < 2; i++) await fetch('http://api.openai.com/v1/models', { dispatcher: proxy }).then((r) => r.text()).catch(() => {});
     await proxy.close();
-    assert.ok((await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 2, 5000)) >= 0);
+    // Two calls: two decision events (counted) and two end events (not counted).
+    assert.ok((await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 4, 15_000)) >= 0);
 
     const t = now();
     const sent = await sensor.post(
