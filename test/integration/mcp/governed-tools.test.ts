@@ -126,7 +126,7 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
     assert.equal(end.data.tool, 'echo');
     assert.equal(end.data.end, 'forwarded');
     assert.equal(end.data.isError, false);
-    const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.outcome === 'refused');
+    const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.action === 'mcp.tool_call' && e.outcome === 'refused');
     // Refused at once: one event, the decision with its outcome.
     assert.equal(refused.action, 'mcp.tool_call');
     assert.equal(refused.data.policy, 'autonomy-tool-approval');

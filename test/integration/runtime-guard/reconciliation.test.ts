@@ -38,7 +38,10 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
     // Each call: its decision event and its end event; n and governedCalls count the decisions, each call once.
     const audited = async () => {
       const items = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items;
-      return items.filter((e: any) => e.action === 'egress.request').length >= 3 && items.filter((e: any) => e.action === 'egress.request_end').length >= 3;
+      const decisions = items.filter((e: any) => e.action === 'egress.request');
+      // A refused call is one event; an allowed one waits for its end.
+      const open = decisions.filter((d: any) => d.data.end === undefined && !items.some((e: any) => e.action === 'egress.request_end' && e.data.callId === d.data.callId));
+      return decisions.length >= 3 && open.length === 0;
     };
     assert.ok((await waitFor(audited, 15_000)) >= 0, 'egress decisions and ends audited');
     // The window ends at the test clock's now: move it past the audit events just written.
