@@ -126,12 +126,17 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
     assert.equal(end.data.tool, 'echo');
     assert.equal(end.data.end, 'forwarded');
     assert.equal(end.data.isError, false);
-    const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.action === 'mcp.tool_call' && e.outcome === 'refused');
-    // Refused at once: one event, the decision with its outcome.
-    assert.equal(refused.action, 'mcp.tool_call');
-    assert.equal(refused.data.policy, 'autonomy-tool-approval');
-    assert.equal(refused.data.end, 'refused');
-    assert.equal(refused.callEnded, undefined);
+    // A held call a reviewer stopped: the hold recorded when it was parked, the refusal with its end.
+    const items = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}&limit=500`)).body.items;
+    const stopped = items.find((e: any) => e.action === 'mcp.tool_call_end' && e.outcome === 'refused');
+    assert.equal(stopped.data.held.outcome, 'stopped');
+    assert.equal(stopped.data.refusal.reason, 'policy');
+    assert.equal(stopped.data.end, 'refused');
+    const hold = items.find((e: any) => e.action === 'mcp.tool_call' && e.data.callId === stopped.data.callId);
+    assert.equal(hold.data.policy, 'autonomy-tool-approval');
+    assert.equal(hold.data.decision, 'approve');
+    assert.equal(hold.data.held.entryId, stopped.data.held.entryId);
+    assert.equal(hold.callEnded, true);
     await client.close();
     await setTier('');
   });
