@@ -246,7 +246,7 @@ export class PlaneGovernance {
         callId: null,
       };
     }
-    // Written out rather than spread from a shared base: see record().
+    // Written out rather than spread from a shared base: see decisionData().
     return { tier: tier.autonomyTier, explicitTier: tier.explicit, exempted, outcome: 'allow', message: '', reason: null, decision, callId: null };
   }
 
