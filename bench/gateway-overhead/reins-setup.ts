@@ -96,13 +96,13 @@ async function countLlmPolicies(base: string, admin: string): Promise<number | n
 }
 
 /**
- * Every LLM audit event of the bench agent between two instants, or null without the audit route. It counts by
- * time windows small enough to fit one page (a window with more than 500 events is split in two) instead of
+ * Every LLM call of the bench agent between two instants, by its decision event (`llm.request`; its end event,
+ * `llm.request_end`, is not counted), or null without the audit route. It counts by time windows small enough to fit one page (a window with more than 500 events is split in two) instead of
  * following `nextCursor`: the list orders by the text form of the id, so its cursor pages skip events.
  */
 export async function countAllAuditEvents(base: string, admin: string, from: Date, to: Date): Promise<number | null> {
   const count = async (a: number, b: number): Promise<number | null> => {
-    const query = `type=llm&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500&since=${new Date(a).toISOString()}&until=${new Date(b).toISOString()}`;
+    const query = `type=llm&action=llm.request&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500&since=${new Date(a).toISOString()}&until=${new Date(b).toISOString()}`;
     const r = await call(base, admin, 'GET', `/api/v1/audit-events?${query}`);
     if (r.status !== 200) return null;
     const body = JSON.parse(r.text) as { items: unknown[]; nextCursor: string | null };
@@ -120,7 +120,7 @@ export async function countAllAuditEvents(base: string, admin: string, from: Dat
 export async function countAuditEvents(base: string, admin: string, atLeast = 5): Promise<number | null> {
   let count = 0;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const r = await call(base, admin, 'GET', `/api/v1/audit-events?type=llm&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500`);
+    const r = await call(base, admin, 'GET', `/api/v1/audit-events?type=llm&action=llm.request&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500`);
     if (r.status === 404) return null;
     if (r.status !== 200) throw new ReinsNotReady(`GET /api/v1/audit-events answered ${r.status}: ${r.text.slice(0, 200)}`);
     count = (JSON.parse(r.text) as { items: unknown[] }).items.length;

@@ -76,10 +76,13 @@ export async function openMcpSession(url: string, auth: Record<string, string>):
   return { url, headers };
 }
 
-/** Audit events of `type` for the bench agent between two instants (windows of at most 500 events; see gateway-overhead). */
+/**
+ * Calls of `type` the bench agent made between two instants, by their decision events (one per call; the end events,
+ * `…_end`, are not counted), in windows of at most 500 events (see gateway-overhead).
+ */
 export async function countAuditEvents(base: string, admin: string, type: 'mcp' | 'egress', from: Date, to: Date): Promise<number | null> {
   const count = async (a: number, b: number): Promise<number | null> => {
-    const query = `type=${type}&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500&since=${new Date(a).toISOString()}&until=${new Date(b).toISOString()}`;
+    const query = `type=${type}&action=${type === 'mcp' ? 'mcp.tool_call' : 'egress.connect'}&identity=${encodeURIComponent(BENCH_AGENT)}&limit=500&since=${new Date(a).toISOString()}&until=${new Date(b).toISOString()}`;
     const r = await call(base, admin, 'GET', `/api/v1/audit-events?${query}`);
     if (r.status !== 200) return null;
     const body = JSON.parse(r.text) as { items: unknown[]; nextCursor: string | null };

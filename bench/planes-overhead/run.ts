@@ -532,7 +532,7 @@ async function main(): Promise<number> {
       }
     }
 
-    // Every tools/call and every tunnel writes one audit event (a tunnel's when it closes).
+    // Every tools/call and every tunnel writes one decision event when decided (and an end event when over, not counted).
     await delay(1500);
     for (const r of runs.filter((x) => x.admin)) {
       const mcp = await countAuditEvents(r.admin!.base, r.admin!.token, 'mcp', new Date(started), new Date());

@@ -131,6 +131,8 @@ export interface AuditEvent {
   subject: string | null;
   host: string | null;
   data: Record<string, unknown>;
+  /** On the decision event of an allowed or held gateway call: whether its end event exists (false: outcome unknown). */
+  callEnded?: boolean;
 }
 
 export interface Policy {

@@ -7,6 +7,13 @@
  * When the queue is full, `enqueue` returns a promise that settles once there is room again: the caller
  * (the gateway, before it admits a call) waits, which slows intake instead of losing events.
  * `close` writes everything still queued.
+ *
+ * The gateway hands each governed call's decision event to `enqueue` when the call is decided, before it forwards
+ * anything, and its end event when it is over (call-events.ts). A queued event reaches the store within `flushMs`
+ * (25 ms, the default the server runs with) while the store answers: a call that
+ * lives longer than the flush interval is never lost, even if its replica is killed mid-call; a replica killed within
+ * that interval of a decision may lose that decision with the call it was about to forward. While the store is
+ * failing, queued events wait in memory (and intake slows once the queue is full) until it answers again.
  */
 import { actorId } from '../identity/actor.js';
 import type { Queryable } from '../store/db.js';

@@ -5,6 +5,7 @@
  */
 import type { Queryable } from '../store/db.js';
 import { actorId, type Actor } from '../identity/actor.js';
+import { CALL_END_ACTIONS, isCallDecision } from './call-events.js';
 
 export type AuditType = 'llm' | 'mcp' | 'egress' | 'control';
 
@@ -30,6 +31,11 @@ export interface AuditEvent {
   subject: string | null;
   host: string | null;
   data: Record<string, unknown>;
+  /**
+   * On the decision event of a call that was allowed or parked (call-events.ts): whether its end event exists. False
+   * means the call is in flight, or its replica stopped before it ended: the outcome is unknown. Read, not recorded.
+   */
+  callEnded?: boolean;
 }
 
 export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
@@ -46,6 +52,8 @@ export interface AuditQuery {
   action?: string;
   /** Matches the actor or the subject. */
   identity?: string;
+  /** A governed call's events: its decision and its end (`data.callId`). */
+  callId?: string;
   since?: Date;
   until?: Date;
   limit: number;
@@ -87,6 +95,8 @@ export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<
   if (query.type) add((p) => `type = ${p}`, query.type);
   if (query.action) add((p) => `action = ${p}`, query.action);
   if (query.identity) add((p) => `(actor_id = ${p} OR subject = ${p})`, query.identity);
+  // Both conditions, so that the partial index on callId (migration 010) serves it.
+  if (query.callId) add((p) => `data ? 'callId' AND data->>'callId' = ${p}`, query.callId);
   if (query.since) add((p) => `at >= ${p}`, query.since);
   if (query.until) add((p) => `at < ${p}`, query.until);
   // Qualified: the select list renames id to its text form, which must not be what sorts or compares.
@@ -98,10 +108,35 @@ export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<
   const r = await q.query<AuditRow>(sql, params);
   const page = r.rows.slice(0, query.limit);
   const last = page[page.length - 1];
+  const items = page.map(toEvent);
+  await markCallEnds(q, items);
   return {
-    items: page.map(toEvent),
+    items,
     nextCursor: r.rows.length > query.limit && last ? encodeCursor(last.id) : null,
   };
+}
+
+/**
+ * Sets `callEnded` on the decision events of the page that wait for an end event (no `data.end` of their own), by
+ * one indexed look-up whatever the filters and paging: the end may be on another page, or filtered out.
+ */
+async function markCallEnds(q: Queryable, items: AuditEvent[]): Promise<void> {
+  const waiting = new Map<string, AuditEvent[]>();
+  for (const e of items) {
+    const callId = e.data.callId;
+    if (typeof callId !== 'string' || e.data.end !== undefined || !isCallDecision(e.action)) continue;
+    const list = waiting.get(callId);
+    if (list) list.push(e);
+    else waiting.set(callId, [e]);
+  }
+  if (waiting.size === 0) return;
+  const r = await q.query<{ call_id: string }>(
+    `SELECT DISTINCT data->>'callId' AS call_id FROM audit_events
+      WHERE data ? 'callId' AND data->>'callId' = ANY($1::text[]) AND action = ANY($2::text[])`,
+    [[...waiting.keys()], CALL_END_ACTIONS],
+  );
+  const ended = new Set(r.rows.map((row) => row.call_id));
+  for (const [callId, events] of waiting) for (const e of events) e.callEnded = ended.has(callId);
 }
 
 function toEvent(r: AuditRow): AuditEvent {

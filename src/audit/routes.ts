@@ -16,6 +16,14 @@ const AuditEvent = Type.Object({
   subject: Type.Union([Type.String(), Type.Null()]),
   host: Type.Union([Type.String(), Type.Null()], { description: 'Destination host; egress events only' }),
   data: Type.Record(Type.String(), Type.Unknown()),
+  callEnded: Type.Optional(
+    Type.Boolean({
+      description:
+        'Only on the decision event of a governed call that was allowed or held (llm.request, mcp.tool_call, egress.request, egress.connect without data.end): ' +
+        'whether its end event (the same action with _end, same data.callId) exists. False: the call is in flight, or the replica serving it stopped ' +
+        'before it ended, so its outcome is unknown.',
+    }),
+  ),
 });
 
 function parseDate(raw: string | undefined, field: string): Date | undefined {
@@ -36,6 +44,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Db): void {
           type: Type.Optional(Type.String({ maxLength: 40 })),
           action: Type.Optional(Type.String({ maxLength: 80 })),
           identity: Type.Optional(Type.String({ maxLength: 320, description: 'Events whose actor or subject is this identity' })),
+          callId: Type.Optional(Type.String({ maxLength: 64, description: "A governed call's events (data.callId): its decision event and its end event" })),
           since: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, inclusive' })),
           until: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, exclusive' })),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
@@ -46,7 +55,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Db): void {
       response: responses({ 200: Type.Object({ items: Type.Array(AuditEvent), nextCursor: Type.Union([Type.String(), Type.Null()]) }) }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const q = request.query as { type?: string; action?: string; identity?: string; since?: string; until?: string; limit?: number; cursor?: string };
+      const q = request.query as { type?: string; action?: string; identity?: string; callId?: string; since?: string; until?: string; limit?: number; cursor?: string };
       let cursor: string | undefined;
       if (q.cursor !== undefined) {
         cursor = decodeCursor(q.cursor) ?? undefined;
@@ -59,6 +68,7 @@ export function registerAuditRoutes(app: FastifyInstance, db: Db): void {
         ...(q.type ? { type: q.type } : {}),
         ...(q.action ? { action: q.action } : {}),
         ...(q.identity ? { identity: q.identity } : {}),
+        ...(q.callId ? { callId: q.callId } : {}),
         ...(since ? { since } : {}),
         ...(until ? { until } : {}),
         ...(cursor ? { cursor } : {}),

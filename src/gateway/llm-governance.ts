@@ -3,13 +3,18 @@
  *
  *   authenticate  the Reins credential (cached, revocation announced) -> the caller: developer, session, agent
  *   decide        policy object (tier from the tier cache) -> policies -> model access -> budget reservation
- *   completed     actual cost -> budget counters; one audit event, queued for the batched writer
+ *   completed     actual cost -> budget counters; the call's end event, queued for the batched writer
+ *
+ * Audit (audit/call-events.ts): an allowed call's decision event (`llm.request`) is queued when decide allows it,
+ * before anything is forwarded, and its end event (`llm.request_end`: status, usage, cost) when it is over; a held
+ * call's decision is queued when it is parked. A call refused at once is one `llm.request` event with its outcome.
  *
  * Nothing here queries the store on the common path except the budget reservation, and that only when a
  * budget rule binds the call.
  */
 import type { AuditInput } from '../audit/audit.js';
 import type { AuditWriter } from '../audit/audit-writer.js';
+import { newCallId } from '../audit/call-events.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { Decision } from '../policy/decision.js';
 import { evaluate, preparePolicyObject } from '../policy/engine.js';
@@ -43,6 +48,8 @@ interface CallContext {
   exempted: string[];
   /** How a hold ended, when the call was parked. */
   held?: HoldOutcome;
+  /** Set when the decision event is queued: the end event then follows with the same id. */
+  callId: string | null;
 }
 
 export interface LlmGovernanceDeps {
@@ -164,6 +171,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       price: null,
       reservations: [],
       exempted: [],
+      callId: null,
     };
     this.contexts.set(call, ctx);
     const refuse = (reason: Exclude<GatewayDecision, { outcome: 'allow' }>['reason'], message: string): GatewayDecision => {
@@ -261,7 +269,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
           model: call.model ?? '',
           body: call.body,
         }),
-      });
+      }, (entry) => this.recordDecision(call, ctx, entry.id));
       ctx.held = held;
       if (held.outcome === 'stopped' && held.decidedBy.startsWith('system:')) {
         return refuse('policy', `Reins stopped this held request before anyone decided: ${held.note}.`);
@@ -330,6 +338,8 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
         }
       }
     }
+    // Recorded before the call is forwarded (queued, not awaited): a replica that stops mid-stream still leaves it.
+    if (ctx.callId === null) this.recordDecision(call, ctx, null);
     return { outcome: 'allow' };
   }
 
@@ -345,6 +355,43 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     }
   }
 
+  /** The facts and the decision: the decision event of an allowed or parked call, or the one event of a refused call. */
+  private decisionData(call: LlmCall<GovernedCaller>, ctx: CallContext | undefined, callId: string): Record<string, unknown> {
+    const caller = call.caller;
+    const decision = ctx?.decision;
+    const data: Record<string, unknown> = {
+      callId,
+      provider: call.provider,
+      route: policyRoute(call.provider, call.route),
+      model: call.model,
+      stream: call.stream,
+      maxTokens: call.maxTokens,
+      agent: { id: caller.agentId, tier: ctx?.tier ?? 'T2', explicitTier: ctx?.explicitTier ?? false },
+      developer: caller.developer?.id ?? null,
+      session: caller.sessionId === '' ? null : caller.sessionId,
+      tokenId: caller.tokenId,
+      decision: decision?.outcome ?? (ctx?.refusal ? 'deny' : 'allow'),
+      policy: decision?.decidingPolicy?.name ?? null,
+      matched: decision?.matched.map((m) => m.name) ?? [],
+      flagged: decision?.audit ?? false,
+    };
+    if (decision && decision.errors.length > 0) data.policyErrors = decision.errors;
+    if (ctx?.exempted.length) {
+      data.exemptedBy = 'grant';
+      data.exempted = ctx.exempted;
+    }
+    return data;
+  }
+
+  /** Queues the decision event of an allowed call, or of a call parked for a person (`heldEntryId`). */
+  private recordDecision(call: LlmCall<GovernedCaller>, ctx: CallContext, heldEntryId: string | null): void {
+    if (ctx.callId !== null) return;
+    ctx.callId = newCallId();
+    const data = this.decisionData(call, ctx, ctx.callId);
+    if (heldEntryId !== null) data.held = { entryId: heldEntryId };
+    this.enqueue({ type: 'llm', action: 'llm.request', actor: callerActor(call.caller), outcome: 'ok', subject: callerSubject(call.caller), data });
+  }
+
   completed(call: LlmCall<GovernedCaller>, result: CallResult): void {
     const ctx = this.contexts.get(call);
     const caller = call.caller;
@@ -352,42 +399,38 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     if (ctx && ctx.reservations.length > 0) {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
     }
-    const actor = callerActor(caller);
-    const decision = ctx?.decision;
-    const event: AuditInput = {
+    const outcome = result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 ? 'error' : 'ok';
+    this.deps.onCompleted?.(call.provider, outcome, ctx?.refusal?.reason ?? null);
+    const decided = ctx?.callId ?? null;
+    let data: Record<string, unknown>;
+    if (decided === null) {
+      // Refused at once (or decided without a context): one event holds the decision and the outcome.
+      data = this.decisionData(call, ctx, newCallId());
+    } else {
+      // The end of a call whose decision event is already queued: only what the end adds, and what spend groups by.
+      data = { callId: decided, provider: call.provider, model: call.model, session: caller.sessionId === '' ? null : caller.sessionId };
+    }
+    // With the outcome, since that is where the cost is (or is not) counted: spend's unpricedRequests, settled budgets.
+    if (call.metered && call.model !== null && ctx?.price === null) data.unpriced = true;
+    if (ctx && ctx.reservations.length > 0) data.budgetRules = ctx.reservations.map((r) => r.ruleId);
+    if (ctx?.refusal) data.refusal = ctx.refusal;
+    if (ctx?.held) data.held = ctx.held.outcome === 'timed_out' ? { entryId: ctx.held.entryId, outcome: ctx.held.outcome, letThrough: ctx.held.allow } : { entryId: ctx.held.entryId, outcome: ctx.held.outcome };
+    data.status = result.status;
+    data.end = result.end;
+    data.durationMs = Math.round(result.durationMs * 1000) / 1000;
+    data.usage = result.usage ?? null;
+    data.costUsd = cost;
+    this.enqueue({
       type: 'llm',
-      action: 'llm.request',
-      actor,
-      outcome: result.end === 'refused' ? 'refused' : result.end === 'upstream_unreachable' || result.status >= 400 ? 'error' : 'ok',
+      action: decided === null ? 'llm.request' : 'llm.request_end',
+      actor: callerActor(caller),
+      outcome,
       subject: callerSubject(caller),
-      data: {
-        provider: call.provider,
-        route: policyRoute(call.provider, call.route),
-        model: call.model,
-        stream: call.stream,
-        maxTokens: call.maxTokens,
-        agent: { id: caller.agentId, tier: ctx?.tier ?? 'T2', explicitTier: ctx?.explicitTier ?? false },
-        developer: caller.developer?.id ?? null,
-        session: caller.sessionId === '' ? null : caller.sessionId,
-        tokenId: caller.tokenId,
-        decision: decision?.outcome ?? (ctx?.refusal ? 'deny' : 'allow'),
-        policy: decision?.decidingPolicy?.name ?? null,
-        matched: decision?.matched.map((m) => m.name) ?? [],
-        flagged: decision?.audit ?? false,
-        ...(decision && decision.errors.length > 0 ? { policyErrors: decision.errors } : {}),
-        ...(ctx?.exempted.length ? { exemptedBy: 'grant', exempted: ctx.exempted } : {}),
-        ...(ctx?.refusal ? { refusal: ctx.refusal } : {}),
-        ...(ctx?.held ? { held: { entryId: ctx.held.entryId, outcome: ctx.held.outcome, ...(ctx.held.outcome === 'timed_out' ? { letThrough: ctx.held.allow } : {}) } } : {}),
-        status: result.status,
-        end: result.end,
-        durationMs: Math.round(result.durationMs * 1000) / 1000,
-        usage: result.usage ?? null,
-        costUsd: cost,
-        ...(call.metered && call.model !== null && ctx?.price === null ? { unpriced: true } : {}),
-        ...(ctx && ctx.reservations.length > 0 ? { budgetRules: ctx.reservations.map((r) => r.ruleId) } : {}),
-      },
-    };
-    this.deps.onCompleted?.(call.provider, event.outcome ?? 'ok', ctx?.refusal?.reason ?? null);
+      data,
+    });
+  }
+
+  private enqueue(event: AuditInput): void {
     try {
       void this.deps.audit.enqueue(event);
     } catch (err) {

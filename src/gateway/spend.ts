@@ -1,6 +1,11 @@
 /**
  * Spend reports: what governed LLM calls cost, per identity, per developer session or per UTC day, read from
- * the `llm` audit events (each carries its tokens and cost). Developers see their own; admins and viewers all.
+ * the `llm` audit events. Developers see their own; admins and viewers all.
+ *
+ * Each call counts once (audit/call-events.ts): `requests` counts decision events (`llm.request`, one per call,
+ * refused ones included), tokens and cost come from the event that holds the outcome: the end event
+ * (`llm.request_end`) of an allowed call, or the single event of a refused one (null usage and cost). A call counts
+ * on the day, and in the session, its events carry: the end's day for its cost, which is when it was spent.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -34,7 +39,7 @@ export async function spendReport(
   query: { groupBy: SpendGrouping; identity?: string; session?: string; since: Date; until: Date },
 ): Promise<SpendRow[]> {
   const params: unknown[] = [query.since, query.until];
-  const where = [`type = 'llm'`, `action = 'llm.request'`, 'at >= $1', 'at < $2'];
+  const where = [`type = 'llm'`, `action IN ('llm.request', 'llm.request_end')`, 'at >= $1', 'at < $2'];
   if (query.identity) where.push(`actor_id = $${params.push(query.identity)}`);
   if (query.session) where.push(`data->>'session' = $${params.push(query.session)}`);
   if (query.groupBy === 'session') where.push(`data->>'session' IS NOT NULL`);
@@ -44,7 +49,7 @@ export async function spendReport(
   const identity = query.groupBy === 'day' ? 'NULL' : 'actor_id';
   const group = query.groupBy === 'session' ? `${key}, actor_id` : key;
   const r = await q.query<{ key: string; identity: string | null; requests: string; input: string | null; output: string | null; cost: string | null; unpriced: string }>(
-    `SELECT ${key} AS key, ${identity} AS identity, count(*)::text AS requests,
+    `SELECT ${key} AS key, ${identity} AS identity, count(*) FILTER (WHERE action = 'llm.request')::text AS requests,
             sum((data->'usage'->>'inputTokens')::bigint)::text AS input,
             sum((data->'usage'->>'outputTokens')::bigint)::text AS output,
             sum((data->>'costUsd')::numeric)::text AS cost,

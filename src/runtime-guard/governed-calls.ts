@@ -1,13 +1,16 @@
 /**
- * Governed calls for the reconciliation's `n` and `governedCalls`, from the audit log: the gateway writes one event
- * per call of type `llm`, `mcp` or `egress`, with `subject` the call's agent (or the developer when no agent was
- * named) and, for egress only, the destination `host`.
+ * Governed calls for the reconciliation's `n` and `governedCalls`, from the audit log: the gateway writes one decision
+ * event per call of type `llm`, `mcp` or `egress`, with `subject` the call's agent (or the developer when no agent was
+ * named) and, for egress only, the destination `host`. An allowed call also gets an end event (`…_end`, same
+ * `callId`) when it is over; only decision events are counted, so each call counts once, also when its replica
+ * stopped before the end event was written (audit/call-events.ts).
  *
  * A day of gateway traffic is too much to aggregate in SQL per answer (100,000 events take 50–200 ms), so each
  * replica keeps the last day of call events in memory, tailing `audit_events` by id like the observations
  * (table-tail.ts): per tuple (type, identity, host) and second, a count. For a window the counts are summed per
  * tuple, and the engine gets one call per tuple with its `count`.
  */
+import { isCallEnd } from '../audit/call-events.js';
 import type { Queryable } from '../store/db.js';
 import { INDEX_RETENTION_SECONDS, START_MARGIN_IDS } from './observation-store.js';
 import { TableTail, type TableTailOptions } from './table-tail.js';
@@ -18,13 +21,14 @@ const CALL_TYPES: ReadonlySet<string> = new Set<GovernedCallType>(['llm', 'mcp',
 interface AuditRow {
   id: string;
   type: string;
+  action: string;
   subject: string | null;
   host: string | null;
   /** Whole Unix seconds. */
   at: string;
 }
 
-const COLUMNS = 'id, type, subject, host, floor(extract(epoch FROM at))::bigint AS at';
+const COLUMNS = 'id, type, action, subject, host, floor(extract(epoch FROM at))::bigint AS at';
 
 interface CallTuple {
   type: GovernedCallType;
@@ -196,7 +200,7 @@ export class GovernedCallFeed {
   }
 
   private append(row: AuditRow): void {
-    if (!CALL_TYPES.has(row.type) || row.subject === null) return;
+    if (!CALL_TYPES.has(row.type) || row.subject === null || isCallEnd(row.action)) return;
     const at = Number(row.at);
     if (at < this.cutoffUnix) return;
     this.index.add(row.type as GovernedCallType, row.subject, row.host, at);

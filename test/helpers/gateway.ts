@@ -53,13 +53,27 @@ export function anthropic(url: string, key: string, headers: Record<string, stri
   return new Anthropic({ baseURL: `${url}/llm/anthropic`, apiKey: key, maxRetries: 0, defaultHeaders: headers });
 }
 
-/** The newest `llm` audit event that satisfies `match`, waiting for the batched writer. */
+/**
+ * The newest LLM call whose decision event (`llm.request`) satisfies `match`, as one view: the decision's fields with
+ * its end event's (`llm.request_end`, same callId) laid over them once that is written (`outcome`, and `data` usage,
+ * cost, status, end), waiting for the batched writer. `decision` and `end` are the two events as recorded (`end` is
+ * null for a call refused at once: its one event holds the outcome).
+ */
 export async function llmEvent(admin: Client, match: (event: any) => boolean, query = ''): Promise<any> {
   let found: any;
   await waitFor(async () => {
-    found = (await admin.get(`/api/v1/audit-events?type=llm&limit=200${query}`)).body.items.find(match);
-    return found !== undefined;
-  }, 5000, 20);
-  if (!found) throw new Error(`no llm audit event matched within 5 s${query ? ` (${query})` : ''}`);
+    const items: any[] = (await admin.get(`/api/v1/audit-events?type=llm&limit=200${query}`)).body.items;
+    const decision = items.find((e) => e.action === 'llm.request' && match(e));
+    if (decision === undefined) return false;
+    if (decision.data.end !== undefined) {
+      found = { ...decision, decision, end: null };
+      return true;
+    }
+    const end = items.find((e) => e.action === 'llm.request_end' && e.data.callId === decision.data.callId);
+    if (end === undefined) return false;
+    found = { ...decision, outcome: end.outcome, data: { ...decision.data, ...end.data }, decision, end };
+    return true;
+  }, 15_000, 20);
+  if (!found) throw new Error(`no llm call matched within 15 s${query ? ` (${query})` : ''}`);
   return found;
 }

@@ -1,4 +1,8 @@
-/** The audit log, newest first, with filters and "Load more" over the server's cursor. */
+/**
+ * The audit log, newest first, with filters and "Load more" over the server's cursor. A governed call that was
+ * allowed shows as two rows, its decision and its end (`…_end`), joined by `data.callId`: "Call" filters on it. A
+ * decision whose end was never written (in flight, or its replica stopped) says its outcome is unknown.
+ */
 import { useEffect, useState, type FormEvent } from 'react';
 import { get, messageOf, query } from '../api';
 import { ErrorNote, Time } from '../components/ui';
@@ -8,11 +12,20 @@ interface Filters {
   type: string;
   action: string;
   identity: string;
+  callId: string;
   since: string;
   until: string;
 }
 
-const EMPTY: Filters = { type: '', action: '', identity: '', since: '', until: '' };
+const EMPTY: Filters = { type: '', action: '', identity: '', callId: '', since: '', until: '' };
+
+/** The outcome cell: a decision still waiting for its end event says the call's outcome is not known. */
+function OutcomeCell({ event }: { event: AuditEvent }) {
+  if (event.callEnded === false) {
+    return <span title="No end event: the call is in flight, or the replica serving it stopped before it ended">{event.outcome}, outcome unknown</span>;
+  }
+  return <>{event.outcome}</>;
+}
 
 /** datetime-local values are local time; the server takes ISO 8601. */
 const iso = (local: string) => (local ? new Date(local).toISOString() : '');
@@ -30,7 +43,7 @@ export function AuditLog() {
     setError(null);
     try {
       const page = await get<{ items: AuditEvent[]; nextCursor: string | null }>(
-        `/api/v1/audit-events${query({ type: f.type, action: f.action.trim(), identity: f.identity.trim(), since: iso(f.since), until: iso(f.until), limit: 50, cursor: after })}`,
+        `/api/v1/audit-events${query({ type: f.type, action: f.action.trim(), identity: f.identity.trim(), callId: f.callId.trim(), since: iso(f.since), until: iso(f.until), limit: 50, cursor: after })}`,
       );
       setItems((prev) => (after ? [...prev, ...page.items] : page.items));
       setCursor(page.nextCursor);
@@ -72,6 +85,10 @@ export function AuditLog() {
         <label className="field inline">
           <span>Identity</span>
           <input type="search" placeholder="eng/alice" value={draft.identity} onChange={set('identity')} />
+        </label>
+        <label className="field inline">
+          <span>Call</span>
+          <input type="search" placeholder="call id" value={draft.callId} onChange={set('callId')} />
         </label>
         <label className="field inline">
           <span>Since</span>
@@ -121,7 +138,23 @@ export function AuditLog() {
                 <td>
                   <code>{e.action}</code>
                 </td>
-                <td>{e.outcome}</td>
+                <td>
+                  <OutcomeCell event={e} />
+                  {typeof e.data.callId === 'string' ? (
+                    <button
+                      type="button"
+                      className="btn plain"
+                      title="This call's decision and end events"
+                      onClick={() => {
+                        const next = { ...EMPTY, callId: e.data.callId as string };
+                        setDraft(next);
+                        setFilters(next);
+                      }}
+                    >
+                      call
+                    </button>
+                  ) : null}
+                </td>
                 <td>{e.actor.id ? `${e.actor.id}` : e.actor.kind}</td>
                 <td>{e.subject ?? ''}</td>
                 <td>{e.host ?? ''}</td>

@@ -41,6 +41,9 @@ describeEachStore('audit log', ({ store }) => {
     const byIdentity = (await admin.get(`/api/v1/audit-events?identity=${enc('eng/page-3')}`)).body.items;
     assert.deepEqual(byIdentity.map((e: { action: string; subject: string }) => [e.action, e.subject]), [['identity.create', 'eng/page-3']]);
     assert.equal((await admin.get('/api/v1/audit-events?type=llm')).body.items.length, 0);
+    // Control events belong to no gateway call: no callId matches them, and none carries callEnded.
+    assert.equal((await admin.get('/api/v1/audit-events?callId=none')).body.items.length, 0);
+    assert.ok(byIdentity.every((e: { callEnded?: boolean }) => e.callEnded === undefined));
     const future = (await admin.get(`/api/v1/audit-events?since=${enc(new Date(Date.now() + 60_000).toISOString())}`)).body.items;
     assert.equal(future.length, 0);
     const past = (await admin.get(`/api/v1/audit-events?until=${Math.floor(Date.now() / 1000) + 60}`)).body.items;
@@ -48,7 +51,7 @@ describeEachStore('audit log', ({ store }) => {
   });
 
   test('bad filters are 400s naming the parameter', async () => {
-    for (const [qs, field] of [['limit=0', 'limit'], ['limit=501', 'limit'], ['since=yesterday', 'since'], ['cursor=zzz', 'cursor'], ['colour=red', 'colour']]) {
+    for (const [qs, field] of [['limit=0', 'limit'], ['limit=501', 'limit'], ['since=yesterday', 'since'], ['cursor=zzz', 'cursor'], ['colour=red', 'colour'], [`callId=${'c'.repeat(65)}`, 'callId']]) {
       const r = await admin.get(`/api/v1/audit-events?${qs}`);
       assert.equal(r.status, 400, qs);
       assert.match(r.body.error.message, new RegExp(field!));

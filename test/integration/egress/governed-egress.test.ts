@@ -77,16 +77,29 @@ describeEachStore('egress through Reins', ({ store }) => {
     let events: any[] = [];
     await waitFor(async () => {
       events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/fetcher')}`)).body.items;
-      return events.filter((e) => e.outcome === 'ok').length >= 2;
+      return events.filter((e) => e.action.endsWith('_end')).length >= 2;
     }, 5000);
+    // Each allowed connection: its decision when decided, its end (bytes, status) when over, joined by callId.
     const connect = events.find((e) => e.action === 'egress.connect' && e.outcome === 'ok');
+    const connectEnd = events.find((e) => e.action === 'egress.connect_end');
     const request = events.find((e) => e.action === 'egress.request' && e.outcome === 'ok');
+    const requestEnd = events.find((e) => e.action === 'egress.request_end');
     assert.equal(connect.host, 'localhost');
     assert.equal(connect.data.port, tlsPort);
     assert.equal(connect.data.agent.tier, 'T3');
-    assert.ok(connect.data.bytesDown > 0);
+    assert.equal(connect.data.decision, 'allow');
+    assert.equal(connect.data.end, undefined, 'the decision holds no outcome');
+    assert.equal(connect.callEnded, true);
+    assert.equal(connectEnd.data.callId, connect.data.callId);
+    assert.equal(connectEnd.host, 'localhost');
+    assert.equal(connectEnd.outcome, 'ok');
+    assert.equal(connectEnd.data.end, 'forwarded');
+    assert.ok(connectEnd.data.bytesDown > 0);
+    assert.ok(Number(connectEnd.id) > Number(connect.id), 'the end comes after the decision');
     assert.equal(request.host, 'localhost');
     assert.equal(request.data.method, 'GET');
+    assert.equal(requestEnd.data.callId, request.data.callId);
+    assert.equal(requestEnd.data.status, 200);
     const refusedEvent = events.find((e) => e.outcome === 'refused');
     assert.equal(refusedEvent.data.agent.tier, 'T2');
     assert.equal(refusedEvent.data.policy, 'autonomy-egress-allowlist');
@@ -200,19 +213,23 @@ describeEachStore('egress never connects to a denied network, whatever the polic
     assert.equal(connections, 0);
 
     let events: any[] = [];
+    const ends = () => events.filter((e) => e.action.endsWith('_end'));
     const found = await waitFor(async () => {
       events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/ssrf')}`)).body.items;
-      return events.length >= 3;
+      return ends().length >= 3;
     }, 5000);
-    assert.notEqual(found, -1, `three egress events, got ${events.length}`);
-    for (const e of events) {
+    assert.notEqual(found, -1, `three egress end events, got ${ends().length}`);
+    // The policies allowed each (its decision event), the address check refused it (its end event).
+    for (const e of ends()) {
+      const decision = events.find((d) => d.data.callId === e.data.callId && !d.action.endsWith('_end'));
+      assert.equal(decision.outcome, 'ok');
+      assert.equal(decision.data.decision, 'allow', 'the policies allowed it');
       assert.equal(e.outcome, 'refused');
-      assert.equal(e.data.decision, 'allow', 'the policies allowed it');
       assert.equal(e.data.end, 'address_denied');
       assert.equal(e.data.refusal.reason, 'address_denied');
       assert.match(e.data.refusal.network, /^(127\.0\.0\.0\/8|::1\/128)$/);
     }
-    const request = events.find((e) => e.action === 'egress.request');
+    const request = events.find((e) => e.action === 'egress.request_end');
     assert.equal(request.host, 'localhost');
     assert.match(request.data.refusal.address, /^(127\.0\.0\.1|::1)$/);
   });

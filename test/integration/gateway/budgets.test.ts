@@ -186,14 +186,19 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     await ask('s-1');
     await ask('s-2');
     await llmEvent(w.admin, (e) => e.data.session === 's-2', '&identity=spend%2Fcarol');
-    const bySession = (await w.admin.get('/api/v1/spend?groupBy=session&identity=spend%2Fcarol')).body.items;
-    assert.deepEqual(
-      bySession.map((r: any) => [r.key, r.identity, r.requests, r.inputTokens, r.outputTokens]).sort(),
-      [
-        ['s-1', 'spend/carol', 2, 22, 14],
-        ['s-2', 'spend/carol', 1, 11, 7],
-      ],
-    );
+    // Each call counts once although it has two events (its decision and its end): requests from the decisions,
+    // tokens and cost from the ends. An end may trail its answer by a flush interval: read until all three are in.
+    const expected = [
+      ['s-1', 'spend/carol', 2, 22, 14],
+      ['s-2', 'spend/carol', 1, 11, 7],
+    ];
+    let bySession: any[] = [];
+    const rows = () => bySession.map((r: any) => [r.key, r.identity, r.requests, r.inputTokens, r.outputTokens]).sort();
+    await waitFor(async () => {
+      bySession = (await w.admin.get('/api/v1/spend?groupBy=session&identity=spend%2Fcarol')).body.items;
+      return JSON.stringify(rows()) === JSON.stringify(expected);
+    }, 15_000);
+    assert.deepEqual(rows(), expected);
     assert.ok(Math.abs(bySession.find((r: any) => r.key === 's-1').costUsd - 2 * CALL_COST) < 1e-9);
     const byDay = (await w.admin.get('/api/v1/spend?groupBy=day&identity=spend%2Fcarol')).body.items;
     assert.deepEqual(byDay.map((r: any) => [r.key, r.requests]), [[new Date().toISOString().slice(0, 10), 3]]);

@@ -44,6 +44,41 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.ok(Math.abs(event.data.costUsd - (11 * 0.15 + 7 * 0.6) / 1e6) < 1e-12, String(event.data.costUsd));
     assert.equal(event.data.status, 200);
     assert.equal(event.host, null);
+    // Two events joined by callId: the decision before the call went upstream, the outcome when it was over.
+    assert.equal(event.decision.data.usage, undefined, 'the decision event holds no outcome');
+    assert.equal(event.decision.callEnded, true);
+    assert.equal(event.end.action, 'llm.request_end');
+    assert.equal(event.end.data.callId, event.decision.data.callId);
+    assert.equal(event.end.subject, 'eng/builder');
+    assert.ok(Number(event.end.id) > Number(event.decision.id));
+    const both = (await w.admin.get(`/api/v1/audit-events?callId=${event.decision.data.callId}`)).body.items;
+    assert.deepEqual(both.map((e: any) => e.action), ['llm.request_end', 'llm.request']);
+  });
+
+  test('a streaming call is in the audit log while it streams (its decision), and its end follows when it is over', async () => {
+    const abort = new AbortController();
+    const r = await fetch(`${w.replica.url}/llm/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'slow-stream', stream: true, max_tokens: 41, messages: [{ role: 'user', content: 'hi' }] }),
+      signal: abort.signal,
+    });
+    const reader = r.body!.getReader();
+    assert.match(new TextDecoder().decode((await reader.read()).value), /Hel/);
+    const decisions = async () =>
+      (await w.admin.get(`/api/v1/audit-events?action=llm.request&identity=${enc('eng/builder')}&limit=200`)).body.items.filter((e: any) => e.data.maxTokens === 41);
+    let open: any[] = [];
+    await waitFor(async () => (open = await decisions()).length > 0, 15_000);
+    assert.equal(open.length, 1, 'the decision is recorded while the stream is open');
+    assert.equal(open[0].data.end, undefined);
+    assert.equal(open[0].callEnded, false, 'no end yet: its outcome is not known');
+    abort.abort();
+    let ended: any[] = [];
+    await waitFor(async () => (ended = (await w.admin.get(`/api/v1/audit-events?callId=${open[0].data.callId}`)).body.items).length === 2, 15_000);
+    assert.deepEqual(ended.map((e: any) => e.action), ['llm.request_end', 'llm.request']);
+    assert.equal(ended[0].data.end, 'client_aborted');
+    assert.equal(ended[1].callEnded, true);
+    assert.equal((await decisions()).length, 1, 'still one decision: the end adds none');
   });
 
   test('the model ceiling refuses Opus at T2 and T1 in the client protocol, and allows it at T3', async () => {
@@ -106,6 +141,8 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal(refused.outcome, 'refused');
     assert.equal(refused.data.developer, 'eng/alice');
     assert.equal(refused.data.policy, 'autonomy-model-ceiling');
+    assert.equal(refused.end, null, 'refused at once: one event');
+    assert.equal(refused.data.end, 'refused');
 
     const ghost = openai(w.replica.url, pat, { 'X-Reins-Agent': 'eng/ghost' });
     await assert.rejects(ghost.chat.completions.create(chat('gpt-4o-mini')), (err: unknown) => {

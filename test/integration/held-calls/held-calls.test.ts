@@ -43,6 +43,16 @@ describeEachStore('held LLM calls', ({ store }) => {
   test('held + approve by an admin -> released: the call completes as if allowed; audited, nothing announced', async () => {
     const call = ask(key, 'release me please');
     const entry = await pendingFor('release me please');
+    // The hold is recorded when the call is parked (its decision event), the outcome when it is over (its end).
+    let parked: any;
+    await waitFor(async () => {
+      parked = (await w.admin.get('/api/v1/audit-events?action=llm.request&identity=eng%2Fheld-bot')).body.items.find((e: any) => e.data.held?.entryId === entry.id);
+      return parked !== undefined;
+    }, 15_000);
+    assert.ok(parked, 'the hold decision is in the log while the call waits');
+    assert.equal(parked.data.decision, 'approve');
+    assert.equal(parked.data.policy, 'review-gpt-4o');
+    assert.equal(parked.callEnded, false);
     assert.equal(entry.requester, null, 'an agent key has no requester');
     assert.equal(entry.agentId, 'eng/held-bot');
     assert.equal(entry.policyName, 'review-gpt-4o');
@@ -54,6 +64,14 @@ describeEachStore('held LLM calls', ({ store }) => {
     assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'late' })).status, 409);
     const audit = (await w.admin.get('/api/v1/audit-events?action=held_call.approve')).body.items;
     assert.ok(audit.some((e: any) => e.data.heldCallId === entry.id));
+    let end: any;
+    await waitFor(async () => {
+      end = (await w.admin.get(`/api/v1/audit-events?callId=${parked.data.callId}&action=llm.request_end`)).body.items[0];
+      return end !== undefined;
+    }, 15_000);
+    assert.deepEqual(end.data.held, { entryId: entry.id, outcome: 'released' });
+    assert.equal(end.data.end, 'forwarded');
+    assert.equal(end.outcome, 'ok');
   });
 
   test('held + deny -> stopped: the tool shows the policy, its message and the note verbatim, and offers an exception', async () => {

@@ -108,16 +108,35 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
     assert.deepEqual(JSON.parse(text(r)), args);
     assert.deepEqual(upstream.toolCalls().at(-1)?.arguments, args);
     let event: any;
+    let end: any;
     await waitFor(async () => {
-      event = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.data.tool === 'echo' && e.data.agent.tier === 'T3');
-      return event !== undefined;
+      const items = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items;
+      event = items.find((e: any) => e.action === 'mcp.tool_call' && e.data.tool === 'echo' && e.data.agent?.tier === 'T3');
+      end = event && items.find((e: any) => e.action === 'mcp.tool_call_end' && e.data.callId === event.data.callId);
+      return end !== undefined;
     }, 5000);
-    assert.equal(event.action, 'mcp.tool_call');
+    // The decision when decided, the end when the answer is done, joined by callId.
     assert.equal(event.host, null);
     assert.equal(event.data.server, 'github');
     assert.equal(event.data.decision, 'allow');
-    const refused = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}`)).body.items.find((e: any) => e.outcome === 'refused');
-    assert.equal(refused.data.policy, 'autonomy-tool-approval');
+    assert.equal(event.data.end, undefined);
+    assert.equal(event.callEnded, true);
+    assert.equal(end.host, null);
+    assert.equal(end.outcome, 'ok');
+    assert.equal(end.data.tool, 'echo');
+    assert.equal(end.data.end, 'forwarded');
+    assert.equal(end.data.isError, false);
+    // A held call a reviewer stopped: the hold recorded when it was parked, the refusal with its end.
+    const items = (await admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/coder')}&limit=500`)).body.items;
+    const stopped = items.find((e: any) => e.action === 'mcp.tool_call_end' && e.outcome === 'refused');
+    assert.equal(stopped.data.held.outcome, 'stopped');
+    assert.equal(stopped.data.refusal.reason, 'policy');
+    assert.equal(stopped.data.end, 'refused');
+    const hold = items.find((e: any) => e.action === 'mcp.tool_call' && e.data.callId === stopped.data.callId);
+    assert.equal(hold.data.policy, 'autonomy-tool-approval');
+    assert.equal(hold.data.decision, 'approve');
+    assert.equal(hold.data.held.entryId, stopped.data.held.entryId);
+    assert.equal(hold.callEnded, true);
     await client.close();
     await setTier('');
   });

@@ -35,10 +35,15 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
       await fetch(url, { dispatcher: proxy }).then((r) => r.text()).catch(() => {});
     }
     await proxy.close();
-    assert.ok(
-      (await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 3, 5000)) >= 0,
-      'egress events audited',
-    );
+    // Each call: its decision event and its end event; n and governedCalls count the decisions, each call once.
+    const audited = async () => {
+      const items = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items;
+      const decisions = items.filter((e: any) => e.action === 'egress.request');
+      // A refused call is one event; an allowed one waits for its end.
+      const open = decisions.filter((d: any) => d.data.end === undefined && !items.some((e: any) => e.action === 'egress.request_end' && e.data.callId === d.data.callId));
+      return decisions.length >= 3 && open.length === 0;
+    };
+    assert.ok((await waitFor(audited, 15_000)) >= 0, 'egress decisions and ends audited');
     // The window ends at the test clock's now: move it past the audit events just written.
     clock.ms = Date.now() + 1000;
 
@@ -77,7 +82,7 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
     assert.equal(row.bypassedDestinations, 2);
     // m: 5 connections + 1 resolution to api.openai.com, 1 resolution of api.anthropic.com.
     assert.equal(row.m, 7);
-    // n: every gateway-recorded call of identity eng/agent (three egress calls).
+    // n: every gateway-recorded call of identity eng/agent (three egress calls, each with two audit events).
     assert.equal(row.n, 3);
     assert.equal(row.dnsOnly, false);
     assert.equal(row.joinMethod, 'name-based');

@@ -87,7 +87,14 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     const proxy = new ProxyAgent({ uri: replica.egressUrl!.replace('http://', `http://agent:${key}@`), proxyTunnel: false });
     for (let i = 0; i < 2; i++) await fetch('http://api.openai.com/v1/models', { dispatcher: proxy }).then((r) => r.text()).catch(() => {});
     await proxy.close();
-    assert.ok((await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 2, 5000)) >= 0);
+    // Two calls, two decision events (counted); an allowed one also gets an end event (not counted).
+    const audited = async () => {
+      const items = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items;
+      const decisions = items.filter((e: any) => e.action === 'egress.request');
+      const open = decisions.filter((d: any) => d.data.end === undefined && !items.some((e: any) => e.action === 'egress.request_end' && e.data.callId === d.data.callId));
+      return decisions.length >= 2 && open.length === 0;
+    };
+    assert.ok((await waitFor(audited, 15_000)) >= 0);
 
     const t = now();
     const sent = await sensor.post(
