@@ -124,7 +124,8 @@ describeEachStore('identity deletion and revoked credentials', ({ store }) => {
     assert.equal(w.fake.hits.filter((h) => h.body.toString('utf8').includes('revoke me while I wait')).length, 0, 'never sent upstream');
     let event: any;
     await waitFor(async () => {
-      event = (await w.admin.get('/api/v1/audit-events?type=llm&limit=200')).body.items.find((e: any) => e.data.held?.entryId === entry.id);
+      // The hold was the decision (audited when parked); the refusal is the call's end event.
+      event = (await w.admin.get('/api/v1/audit-events?type=llm&limit=200')).body.items.find((e: any) => e.data.held?.entryId === entry.id && e.outcome === 'refused');
       return event !== undefined;
     }, 30_000);
     assert.ok(event, 'the refusal is audited');
