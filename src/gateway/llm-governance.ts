@@ -170,6 +170,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     };
 
     if (caller.problem) return refuse('bad_request', `Reins refused this request: ${caller.problem}.`);
+    if (call.bodyProblem) return refuse('bad_request', call.bodyProblem);
 
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {

@@ -44,6 +44,7 @@ import { registerAuth, TokenUseRecorder } from './auth.js';
 import { registerConsole } from './console.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
+import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from './request-text.js';
 import { ErrorBody } from './schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
 
@@ -160,10 +161,14 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     trustProxy: deps.config.http.trustProxy,
     // Request ids let a log line be matched to a client's report; they carry no secret.
     requestIdHeader: 'x-request-id',
+    // The router's own errors (bad percent-encoding in the path) and the query string: see request-text.ts.
+    frameworkErrors: frameworkErrorAnswer(() => app),
+    routerOptions: { querystringParser: parseQueryString },
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   // The control plane speaks JSON only: any other content type is a 415, not a body to guess at.
   app.removeContentTypeParser('text/plain');
+  registerRequestTextChecks(app);
   app.addSchema(ErrorBody);
 
   await app.register(cookie);

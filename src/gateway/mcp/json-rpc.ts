@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 as MCP uses it: reading what a client posts (one message or a batch) strictly enough to
  * govern it, and the few answers the gateway writes itself.
  */
+import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
 import type { JsonRpcId } from './types.js';
 
 export const PARSE_ERROR = -32700;
@@ -37,6 +38,8 @@ export function idKey(id: JsonRpcId): string {
 }
 
 export function parseBody(raw: Buffer): ParsedBody {
+  // Before parsing: what governs a tools/call (the held-call key, policies) walks its arguments recursively.
+  if (jsonTooDeep(raw)) return { error: { code: INVALID_REQUEST, message: `Invalid Request: ${TOO_DEEP_MESSAGE}` } };
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));
