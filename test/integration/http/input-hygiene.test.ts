@@ -229,6 +229,43 @@ describeEachStore('input hygiene', ({ store }) => {
     assert.equal(refused.outcome, 'refused');
   });
 
+  test('U+0000 and lone surrogates in what the audit records (model, tool name) are audited escaped, not lost', async () => {
+    // The audit writer inserts a batch as one JSON parameter: one unstorable string would fail the batch for good.
+    const model = `gpt-4o-mini-nul${NUL}x\ud800`;
+    const r = await fetch(`${w.replica.url}/llm/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
+      body: `{"model":${JSON.stringify(model).replace('\\ud800', '\ud800')},"messages":[{"role":"user","content":"hi"}]}`,
+    });
+    assert.ok(r.status < 500, `${r.status}`);
+    await r.text();
+    const event = await llmEvent(w.admin, (e) => typeof e.data.model === 'string' && e.data.model.startsWith('gpt-4o-mini-nul'));
+    assert.equal(event.data.model, `gpt-4o-mini-nul${STORED_NUL}x\ufffd`);
+
+    // An unlisted tool counts as destructive, which only T4 may run without a person's review.
+    const t4Key = await agentWithKey(w.admin, 'eng/hygiene-t4');
+    assert.equal((await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/hygiene-t4')}`, { tier: 'T4' })).status, 200);
+    const mcpHeaders = { authorization: `Bearer ${t4Key}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    const call = await fetch(`${w.replica.url}/mcp/github`, {
+      method: 'POST',
+      headers: mcpHeaders,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: `nul${NUL}tool`, arguments: { a: NUL } } }),
+    });
+    assert.ok(call.status < 500, `${call.status}`);
+    await call.text();
+    let audited: any;
+    await waitFor(async () => {
+      audited = (await w.admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/hygiene-t4')}`)).body.items.find((e: any) => e.data.tool?.startsWith('nul'));
+      return audited !== undefined;
+    }, 10_000);
+    assert.ok(audited, 'the tool call was audited');
+    assert.equal(audited.data.tool, `nul${STORED_NUL}tool`);
+    // And the writer is not stuck: a later event is written too.
+    const later = await w.admin.post('/api/v1/identities', { id: 'eng/after-nul', kind: 'agent' });
+    assert.equal(later.status, 201);
+    assert.ok((await w.admin.get(`/api/v1/audit-events?action=identity.create&identity=${enc('eng/after-nul')}`)).body.items.length >= 1);
+  });
+
   test('MCP arguments with U+0000 are governed, forwarded and audited normally', async () => {
     const client = new McpClient({ name: 'agent', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL('/mcp/github', w.replica.url), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
