@@ -90,6 +90,12 @@ export function parseQueryString(qs: string): Record<string, string | string[]> 
   return out;
 }
 
+/**
+ * Routes whose handlers clean text themselves, by access: the runtime sensor's reports, where a control character
+ * is replaced and is never a reason to lose a report (runtime-guard/ingest.ts). Their bodies still have the depth limit.
+ */
+const CLEANS_OWN_TEXT: ReadonlySet<unknown> = new Set(['sensor']);
+
 /** The JSON body parser and the query and path checks, for every route but the data plane's (own error shapes). */
 export function registerRequestTextChecks(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -100,7 +106,7 @@ export function registerRequestTextChecks(app: FastifyInstance): void {
     parseJson(request, text, (err: Error | null, value?: unknown) => {
       if (err) return done(err as FastifyError, undefined);
       // U+0000 and lone surrogates reach a JSON body only as `\u` escapes: no escape, nothing to look for.
-      const problem = text.indexOf('\\u') === -1 ? null : unacceptableText(value, PART.body);
+      const problem = text.indexOf('\\u') === -1 || CLEANS_OWN_TEXT.has(request.routeOptions.config.access) ? null : unacceptableText(value, PART.body);
       if (problem) return done(invalid(problem), undefined);
       done(null, value);
     });
