@@ -44,6 +44,7 @@ import { registerAuth, TokenUseRecorder } from './auth.js';
 import { registerConsole } from './console.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
+import { MAX_JSON_DEPTH } from './json-depth.js';
 import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from './request-text.js';
 import { ErrorBody } from './schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
@@ -178,7 +179,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       info: {
         title: 'Reins API',
         version: '1',
-        description: 'Governance gateway and control plane for AI agents. Errors answer {"error": {"code", "message"}}.',
+        description:
+          'Governance gateway and control plane for AI agents. Errors answer {"error": {"code", "message"}}. ' +
+          'On /api/v1, a string (value or field name, in the body, query or path) containing U+0000 or a lone surrogate, ' +
+          `bad percent-encoding in the path or query, and a JSON body nested deeper than ${MAX_JSON_DEPTH} levels are 400 invalid_request naming the field.`,
       },
       components: {
         securitySchemes: {
