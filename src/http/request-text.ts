@@ -5,13 +5,13 @@
  * - A string (value or field name) of the body, the query or the path that holds U+0000 or a lone surrogate
  *   (`\ud800`, `\udfff`) is refused with 400 `invalid_request` naming the field: PostgreSQL cannot store the
  *   first and the second is not text. (The data plane stores such content escaped instead: store/storable.ts.)
- * - A body nested deeper than `MAX_JSON_DEPTH` is refused with 400 `invalid_request` before it is parsed.
+ * - A body nested deeper than `MAX_JSON_DEPTH` is refused with 400 `invalid_request` before schema validation.
  * - Bad percent-encoding in the path or the query is a 400 `invalid_request` naming the parameter, in the
  *   contract's error body (the framework's own answer had another shape).
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, invalid } from './errors.js';
-import { jsonTooDeep, TOO_DEEP_MESSAGE } from './json-depth.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from './json-depth.js';
 
 const PART = { body: 'body', query: 'query', path: 'path' } as const;
 
@@ -102,9 +102,9 @@ export function registerRequestTextChecks(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
-    if (jsonTooDeep(text)) return done(invalid(`body: ${TOO_DEEP_MESSAGE}`), undefined);
     parseJson(request, text, (err: Error | null, value?: unknown) => {
       if (err) return done(err as FastifyError, undefined);
+      if (nestedTooDeep(value)) return done(invalid(`body: ${TOO_DEEP_MESSAGE}`), undefined);
       // U+0000 and lone surrogates reach a JSON body only as `\u` escapes: no escape, nothing to look for.
       const problem = text.indexOf('\\u') === -1 || CLEANS_OWN_TEXT.has(request.routeOptions.config.access) ? null : unacceptableText(value, PART.body);
       if (problem) return done(invalid(problem), undefined);

@@ -13,7 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../http/access.js';
-import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
 import { readBody } from '../read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
@@ -69,14 +69,14 @@ function send(res: ServerResponse, a: GatewayAnswer): void {
   res.end(a.body);
 }
 
-/** What `parseJson` answers for a body nested deeper than MAX_JSON_DEPTH: refused, never parsed or walked. */
+/** What `parseJson` answers for a body nested deeper than MAX_JSON_DEPTH: refused, never walked. */
 const TOO_DEEP = Symbol('too deep');
 
 function parseJson(body: Buffer | undefined, contentType: string | undefined): unknown {
   if (!body || body.length === 0 || !(contentType ?? 'application/json').toLowerCase().includes('json')) return null;
-  if (jsonTooDeep(body)) return TOO_DEEP;
   try {
-    return JSON.parse(body.toString('utf8')) as unknown;
+    const value = JSON.parse(body.toString('utf8')) as unknown;
+    return nestedTooDeep(value) ? TOO_DEEP : value;
   } catch {
     return null;
   }

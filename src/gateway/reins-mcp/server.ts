@@ -12,7 +12,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { bearerSecret } from '../../http/auth.js';
-import { jsonTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
 import { readBody } from '../read-body.js';
 import type { GovernedCaller } from '../caller.js';
 
@@ -94,12 +94,12 @@ export class ReinsMcpServer {
       const raw = await readBody(req, REINS_MCP_BODY_LIMIT);
       if (raw === 'aborted') return;
       if (raw === 'too_large') return jsonRpcError(res, 413, -32000, `Request too large: the reins MCP server accepts ${REINS_MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
-      if (jsonTooDeep(raw)) return jsonRpcError(res, 400, -32600, `Invalid Request: ${TOO_DEEP_MESSAGE}`);
       try {
         body = JSON.parse(raw.toString('utf8')) as unknown;
       } catch {
         return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
       }
+      if (nestedTooDeep(body)) return jsonRpcError(res, 400, -32600, `Invalid Request: ${TOO_DEEP_MESSAGE}`);
     }
     const server = this.serverFor({ id: caller.developer.id, tokenId: caller.tokenId });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
