@@ -53,7 +53,17 @@ export function unacceptableText(value: unknown, part: string): string | null {
   return null;
 }
 
-/** Set on a parsed query when a name or value was not valid percent-encoding: the raw name, for the 400. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Query parameters the route reads leniently, whatever they hold: the runtime guard's `window`, where the spec
+     * says an unparseable value falls back to the default without an error. Their values are never stored.
+     */
+    lenientQuery?: readonly string[];
+  }
+}
+
+/** Set on a parsed query when names or values were not valid percent-encoding: the names, for the 400. */
 const BAD_QUERY = Symbol('reins.badQueryEncoding');
 
 function decodeQueryPart(raw: string): string | null {
@@ -80,12 +90,12 @@ export function parseQueryString(qs: string): Record<string, string | string[]> 
     const rawKey = eq === -1 ? pair : pair.slice(0, eq);
     const key = decodeQueryPart(rawKey);
     const value = eq === -1 ? '' : decodeQueryPart(pair.slice(eq + 1));
-    if (key === null || value === null) {
-      out[BAD_QUERY] ??= key ?? rawKey;
-      continue;
-    }
-    const prev = out[key];
-    out[key] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+    if (key === null || value === null) ((out[BAD_QUERY] ??= []) as string[]).push(key ?? rawKey);
+    // Kept undecoded, for a route that reads the parameter leniently; any other route refuses it.
+    const name = key ?? rawKey;
+    const text = value ?? pair.slice(eq + 1);
+    const prev = out[name];
+    out[name] = prev === undefined ? text : Array.isArray(prev) ? [...prev, text] : [prev, text];
   }
   return out;
 }
@@ -114,9 +124,11 @@ export function registerRequestTextChecks(app: FastifyInstance): void {
 
   app.addHook('preValidation', async (request: FastifyRequest) => {
     if (request.routeOptions.config.access === 'gateway') return;
-    const query = request.query as Record<string | symbol, unknown> | undefined;
-    const bad = query?.[BAD_QUERY];
-    if (typeof bad === 'string') throw invalid(`${PART.query}.${shown(bad)}: not valid percent-encoding`);
+    const lenient = request.routeOptions.config.lenientQuery ?? [];
+    let query = request.query as Record<string | symbol, unknown> | undefined;
+    const bad = (query?.[BAD_QUERY] as string[] | undefined)?.find((name) => !lenient.includes(name));
+    if (bad !== undefined) throw invalid(`${PART.query}.${shown(bad)}: not valid percent-encoding`);
+    if (query && lenient.length > 0) query = Object.fromEntries(Object.entries(query).filter(([k]) => !lenient.includes(k)));
     const problem = unacceptableText(query, PART.query) ?? unacceptableText(request.params, PART.path);
     if (problem) throw invalid(problem);
   });
