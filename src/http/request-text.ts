@@ -116,14 +116,16 @@ export function registerRequestTextChecks(app: FastifyInstance): void {
       if (err) return done(err as FastifyError, undefined);
       if (nestedTooDeep(value)) return done(invalid(`body: ${TOO_DEEP_MESSAGE}`), undefined);
       // U+0000 and lone surrogates reach a JSON body only as `\u` escapes: no escape, nothing to look for.
-      const problem = text.indexOf('\\u') === -1 || CLEANS_OWN_TEXT.has(request.routeOptions.config.access) ? null : unacceptableText(value, PART.body);
+      // An unknown route answers 404 whatever its body holds.
+      const skip = request.is404 || text.indexOf('\\u') === -1 || CLEANS_OWN_TEXT.has(request.routeOptions.config.access);
+      const problem = skip ? null : unacceptableText(value, PART.body);
       if (problem) return done(invalid(problem), undefined);
       done(null, value);
     });
   });
 
   app.addHook('preValidation', async (request: FastifyRequest) => {
-    if (request.routeOptions.config.access === 'gateway') return;
+    if (request.is404 || request.routeOptions.config.access === 'gateway') return;
     const lenient = request.routeOptions.config.lenientQuery ?? [];
     let query = request.query as Record<string | symbol, unknown> | undefined;
     const bad = (query?.[BAD_QUERY] as string[] | undefined)?.find((name) => !lenient.includes(name));
