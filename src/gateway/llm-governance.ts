@@ -184,6 +184,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       if (caller.problem.agent !== undefined) ctx.refusal!.agent = caller.problem.agent;
       return refused;
     }
+    if (call.bodyProblem) return refuse('bad_request', call.bodyProblem);
 
     let grants: CallerGrants = NO_GRANTS;
     if (caller.developer) {

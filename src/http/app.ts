@@ -47,6 +47,8 @@ import { registerConsole } from './console.js';
 import { CredentialThrottle } from './credential-throttle.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
+import { MAX_JSON_DEPTH } from './json-depth.js';
+import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from './request-text.js';
 import { ErrorBody } from './schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
 
@@ -176,10 +178,14 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     trustProxy: deps.config.http.trustProxy,
     // Request ids let a log line be matched to a client's report; they carry no secret.
     requestIdHeader: 'x-request-id',
+    // The router's own errors (bad percent-encoding in the path) and the query string: see request-text.ts.
+    frameworkErrors: frameworkErrorAnswer(() => app),
+    routerOptions: { querystringParser: parseQueryString },
   });
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   // The control plane speaks JSON only: any other content type is a 415, not a body to guess at.
   app.removeContentTypeParser('text/plain');
+  registerRequestTextChecks(app);
   app.addSchema(ErrorBody);
 
   await app.register(cookie);
@@ -189,7 +195,10 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       info: {
         title: 'Reins API',
         version: '1',
-        description: 'Governance gateway and control plane for AI agents. Errors answer {"error": {"code", "message"}}.',
+        description:
+          'Governance gateway and control plane for AI agents. Errors answer {"error": {"code", "message"}}. ' +
+          'On /api/v1, a string (value or field name, in the body, query or path) containing U+0000 or a lone surrogate, ' +
+          `bad percent-encoding in the path or query, and a JSON body nested deeper than ${MAX_JSON_DEPTH} levels are 400 invalid_request naming the field.`,
       },
       components: {
         securitySchemes: {

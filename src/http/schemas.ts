@@ -15,7 +15,7 @@ export const ErrorBody = Type.Object(
 );
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Bad input; the message names the field',
+  400: 'Bad input (including U+0000 or a lone surrogate in any string, bad percent-encoding, JSON nested over 100 levels); the message names the field',
   401: 'No credential, or an unknown, revoked or expired one',
   403: 'The credential is known but its role or ownership refuses',
   404: 'Unknown resource',

@@ -164,7 +164,12 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
         'The tier applies to later requests on every replica (NOTIFY at once, periodic re-read as the safety net). ' +
         'An agent with no tier resolves to T2.',
       querystring: IdentityIdQuery,
-      body: Type.Object({ tier: Type.String({ description: 'T1, T2, T3, T4, or "" to clear' }) }, { additionalProperties: false }),
+      // Any JSON value passes the schema so that a tier of the wrong type (3, null) is the contract's invalid_tier,
+      // as a wrong string is, and not a generic schema error.
+      body: Type.Object(
+        { tier: Type.Unknown({ description: 'A string: T1, T2, T3, T4, or "" to clear. Anything else (another string, a number, null) is 400 invalid_tier' }) },
+        { additionalProperties: false },
+      ),
       response: responses(
         { 200: Type.Object({ status: Type.Literal('ok'), tier: Type.Union([TierValue, Type.Literal('')]), effectiveTier: TierValue }) },
         ...AUTH_ERRORS,
@@ -174,7 +179,7 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     },
     handler: async (request) => {
       const id = requireIdentityId((request.query as { id?: string }).id);
-      const { value, change } = await setAutonomyTier(db, actorOf(request), id, (request.body as { tier: string }).tier);
+      const { value, change } = await setAutonomyTier(db, actorOf(request), id, (request.body as { tier: unknown }).tier);
       deps.onIdentityChange(change);
       return value;
     },

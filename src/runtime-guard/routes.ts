@@ -249,7 +249,8 @@ export function registerRuntimeGuardRoutes(app: FastifyInstance, deps: { guard: 
   });
 
   app.get('/api/v1/runtime/reconciliation', {
-    config: { access: READERS },
+    // window: an unparseable value (bad percent-encoding included) falls back to 1h without an error (spec).
+    config: { access: READERS, lenientQuery: ['window'] },
     serializerCompiler: nativeJson,
     schema: {
       tags: ['runtime'],
@@ -268,7 +269,8 @@ export function registerRuntimeGuardRoutes(app: FastifyInstance, deps: { guard: 
   });
 
   app.get('/api/v1/runtime/workloads/:key/observations', {
-    config: { access: READERS },
+    // window: an unparseable value (bad percent-encoding included) falls back to 1h without an error (spec).
+    config: { access: READERS, lenientQuery: ['window'] },
     serializerCompiler: nativeJson,
     schema: {
       tags: ['runtime'],

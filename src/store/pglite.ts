@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import type { Db, ListenOptions, QueryResult, Queryable } from './db.js';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
+import { storableParams } from './storable.js';
 
 /** The engine's end of the messages, as PgliteDb sees it: a worker thread, or the engine on this thread. */
 type Endpoint = EventEmitter & {
@@ -131,7 +132,7 @@ export class PgliteDb implements Db {
   }
 
   query<T>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<T>> {
-    return this.request({ op: 'query', id: 0, sql, params: params as unknown[] }).then(toResult<T>);
+    return this.request({ op: 'query', id: 0, sql, params: storableParams(params) as unknown[] }).then(toResult<T>);
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -139,7 +140,7 @@ export class PgliteDb implements Db {
     const txId = (began as Extract<FromWorker, { op: 'began' }>).tx;
     const tx: Queryable = {
       query: <R>(sql: string, params: readonly unknown[] = []) =>
-        this.request({ op: 'query', id: 0, sql, params: params as unknown[], tx: txId }).then(toResult<R>),
+        this.request({ op: 'query', id: 0, sql, params: storableParams(params) as unknown[], tx: txId }).then(toResult<R>),
     };
     let result: T;
     try {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Db, ListenOptions, QueryResult, Queryable } from './db.js';
+import { storableParams } from './storable.js';
 
 // Keep bigint (int8) and numeric as strings from the driver; domains cast what they need in SQL.
 // Timestamps come back as Date objects on both drivers.
@@ -32,7 +33,7 @@ export class PostgresDb implements Db {
   }
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<T>> {
-    const r = await this.pool.query(sql, params as unknown[]);
+    const r = await this.pool.query(sql, storableParams(params) as unknown[]);
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   }
 
@@ -40,7 +41,7 @@ export class PostgresDb implements Db {
     const client = await this.pool.connect();
     const tx: Queryable = {
       async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-        const r = await client.query(sql, params as unknown[]);
+        const r = await client.query(sql, storableParams(params) as unknown[]);
         return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
       },
     };

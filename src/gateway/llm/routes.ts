@@ -13,6 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../http/access.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
 import { readBody } from '../read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
@@ -78,10 +79,14 @@ function rateLimited(provider: ProviderName, retryAfterSeconds: number): Gateway
   return answer;
 }
 
+/** What `parseJson` answers for a body nested deeper than MAX_JSON_DEPTH: refused, never walked. */
+const TOO_DEEP = Symbol('too deep');
+
 function parseJson(body: Buffer | undefined, contentType: string | undefined): unknown {
   if (!body || body.length === 0 || !(contentType ?? 'application/json').toLowerCase().includes('json')) return null;
   try {
-    return JSON.parse(body.toString('utf8')) as unknown;
+    const value = JSON.parse(body.toString('utf8')) as unknown;
+    return nestedTooDeep(value) ? TOO_DEEP : value;
   } catch {
     return null;
   }
@@ -176,7 +181,8 @@ export class LlmGateway<C = GatewayCaller> {
       return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${provider}: set providers.${provider} (baseUrl, apiKey) in the config file`));
     }
 
-    const body = parseJson(rawBody, req.headers['content-type']);
+    const parsed = parseJson(rawBody, req.headers['content-type']);
+    const body = parsed === TOO_DEEP ? null : parsed;
     const call: LlmCall<C> = {
       caller,
       provider,
@@ -184,6 +190,8 @@ export class LlmGateway<C = GatewayCaller> {
       body,
       bodyBytes: rawBody?.length ?? 0,
       metered: endpoint.metered,
+      // Refused by decide (400 in the provider's shape, audited like any refusal); nothing walks the body.
+      bodyProblem: parsed === TOO_DEEP ? `Reins refused this request: ${TOO_DEEP_MESSAGE}.` : undefined,
       ...callFacts(provider, endpoint, body),
     };
 

@@ -37,6 +37,8 @@ export interface LlmCall<C = GatewayCaller> {
   bodyBytes: number;
   /** Whether the endpoint generates (and so consumes tokens): false for token counting and model listings. */
   metered: boolean;
+  /** Why Reins refuses the body itself (JSON nested deeper than MAX_JSON_DEPTH; `body` is then null): `decide` refuses it. */
+  bodyProblem?: string | undefined;
 }
 
 /**

@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 as MCP uses it: reading what a client posts (one message or a batch) strictly enough to
  * govern it, and the few answers the gateway writes itself.
  */
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
 import type { JsonRpcId } from './types.js';
 
 export const PARSE_ERROR = -32700;
@@ -43,6 +44,8 @@ export function parseBody(raw: Buffer): ParsedBody {
   } catch (err) {
     return { error: { code: PARSE_ERROR, message: `Parse error: the body is not JSON (${(err as Error).message})` } };
   }
+  // What governs a tools/call (the held-call key, the policy object) walks its arguments recursively.
+  if (nestedTooDeep(value)) return { error: { code: INVALID_REQUEST, message: `Invalid Request: ${TOO_DEEP_MESSAGE}` } };
   if (Array.isArray(value)) {
     if (value.length === 0) return { error: { code: INVALID_REQUEST, message: 'Invalid Request: an empty batch' } };
     const seen = new Set<string>();

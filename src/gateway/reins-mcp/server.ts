@@ -13,6 +13,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 import { bearerSecret } from '../../http/auth.js';
 import type { FailedAuthGate } from '../../http/credential-throttle.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
+import { readBody } from '../read-body.js';
 import type { GovernedCaller } from '../caller.js';
 
 /** What the approvals workflow offers the built-in server; absent until that workflow is enabled. */
@@ -40,6 +42,9 @@ export interface ReinsMcpDeps {
   /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
   failedAuth?: FailedAuthGate;
 }
+
+/** The MCP SDK transport's own limit for one POST (tool arguments here are a few sentences). */
+const REINS_MCP_BODY_LIMIT = 4 * 1024 * 1024;
 
 const NOT_YET =
   'Reins cannot take access requests on this server yet: the approvals workflow is not enabled. Ask a Reins admin ' +
@@ -92,6 +97,19 @@ export class ReinsMcpServer {
       req.resume();
       return jsonRpcError(res, 405, -32000, 'the reins MCP server is stateless: send JSON-RPC requests with POST', { allow: 'POST' });
     }
+    let body = parsedBody;
+    if (body === undefined) {
+      // Read here rather than by the SDK's transport: a body nested too deep is refused before anything walks it.
+      const raw = await readBody(req, REINS_MCP_BODY_LIMIT);
+      if (raw === 'aborted') return;
+      if (raw === 'too_large') return jsonRpcError(res, 413, -32000, `Request too large: the reins MCP server accepts ${REINS_MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
+      try {
+        body = JSON.parse(raw.toString('utf8')) as unknown;
+      } catch {
+        return jsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
+      }
+      if (nestedTooDeep(body)) return jsonRpcError(res, 400, -32600, `Invalid Request: ${TOO_DEEP_MESSAGE}`);
+    }
     const server = this.serverFor({ id: caller.developer.id, tokenId: caller.tokenId });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.once('close', () => {
@@ -99,7 +117,7 @@ export class ReinsMcpServer {
       void server.close();
     });
     await server.connect(transport);
-    await transport.handleRequest(req, res, parsedBody);
+    await transport.handleRequest(req, res, body);
   }
 
   /** A server whose tools act for this developer; the requester is bound here, never read from arguments. */

@@ -97,11 +97,12 @@ describeEachStore('autonomy tier', ({ store }) => {
   }
 
   for (const bad of [null, 1, true, ['T1'], { t: 'T1' }]) {
-    test(`a non-string tier ${JSON.stringify(bad)} is a 400 naming body.tier`, async () => {
+    test(`a non-string tier ${JSON.stringify(bad)} is a 400 invalid_tier, as a wrong string is`, async () => {
       const id = await newAgent();
       const r = await putTier(id, bad);
       assert.equal(r.status, 400);
-      assert.match(r.body.error.message, /tier/);
+      assert.equal(r.body.error.code, 'invalid_tier');
+      assert.match(r.body.error.message, /^tier:/);
     });
   }
 

@@ -26,6 +26,22 @@ describeEachStore('store adapter', ({ store, kind }) => {
     if (kind === 'postgres') await db.close();
   });
 
+  it('stores what PostgreSQL refuses as is, escaped: U+0000 in text and JSON, lone surrogates, in and out of transactions', async () => {
+    await db.query('CREATE TABLE adapter_text (id int PRIMARY KEY, t text, doc jsonb, tags text[])');
+    const doc = { prompt: 'a\u0000b', lone: 'x\ud800', pair: '\ud83e\udd16', literal: 'text \\u0000', [`k\u0000`]: 1 };
+    await db.query('INSERT INTO adapter_text VALUES (1, $1, $2, $3)', ['a\u0000b \udfff', JSON.stringify(doc), ['t\u0000']]);
+    await db.transaction((tx) => tx.query('INSERT INTO adapter_text (id, doc) VALUES (2, $1::jsonb)', [doc]));
+    // The audit writer's way: a batch as one JSON parameter unpacked by the database.
+    await db.query(`INSERT INTO adapter_text (id, t) SELECT (e->>0)::int, e->>1 FROM jsonb_array_elements($1::jsonb) AS e`, [JSON.stringify([[3, 'nul\u0000 in a batch']])]);
+    const { rows } = await db.query<{ id: number; t: string | null; doc: Record<string, unknown> | null; tags: string[] | null }>('SELECT id, t, doc, tags FROM adapter_text ORDER BY id');
+    const stored = { prompt: 'a\\u0000b', lone: 'x\ufffd', pair: '\ud83e\udd16', literal: 'text \\u0000', 'k\\u0000': 1 };
+    assert.deepEqual(rows[0], { id: 1, t: 'a\\u0000b \ufffd', doc: stored, tags: ['t\\u0000'] });
+    assert.deepEqual(rows[1]!.doc, stored);
+    assert.equal(rows[2]!.t, 'nul\\u0000 in a batch');
+    // Lookups use the same rewriting, so a stored value is found with the value that was given.
+    assert.equal((await db.query('SELECT id FROM adapter_text WHERE t = $1', ['a\u0000b \udfff'])).rows.length, 1);
+  });
+
   it('answers rows with timestamps as Dates and jsonb as values, and counts the rows a statement changed', async () => {
     const inserted = await db.query('INSERT INTO adapter_t (id, doc) VALUES (1, $1), (2, $2)', [JSON.stringify({ a: [1, 'x'] }), null]);
     assert.equal(inserted.rowCount, 2);
