@@ -130,9 +130,10 @@ describeEachStore("egress never reaches this host's services by default, nor Rei
     let event: any;
     const found = await waitFor(async () => {
       const items = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/prober')}&limit=200`)).body.items as any[];
-      event = items.find((e) => e.action === 'egress.request' && e.host === '::ffff:0:0' && e.data.port === controlPort);
+      // The policies allowed the request (its decision event); the address check refused it: the end event says so.
+      event = items.find((e) => e.action === 'egress.request_end' && e.host === '::ffff:0:0' && e.data.port === controlPort);
       return event !== undefined;
-    }, 5000);
+    }, 30_000);
     assert.notEqual(found, -1, 'the refusal is audited');
     assert.equal(event.outcome, 'refused');
     assert.equal(event.data.end, 'address_denied');
