@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
@@ -36,7 +36,7 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
     }
     await proxy.close();
     assert.ok(
-      (await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 3, 5000)) >= 0,
+      (await waitFor(async () => (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/agent')}`)).body.items.length >= 3, WAIT_MS)) >= 0,
       'egress events audited',
     );
     // The window ends at the test clock's now: move it past the audit events just written.
