@@ -25,9 +25,31 @@ function find(dir) {
 const explicit = args.filter((a) => a.endsWith('.ts'));
 const passThrough = args.filter((a) => !a.endsWith('.ts'));
 const files = explicit.length > 0 ? explicit : find('test').sort();
+
+// The time limit turns a hang into a failure. Node applies it to each test file as a whole and to each test
+// in it alike, so it must fit the longest file on a loaded machine (the approval races: 200 rounds on two
+// replicas, about a minute when the two cores are shared), with room to spare: a test that fails does so
+// long before it, through its own waits (30 s) and the bounded closes of replicas and fakes.
+const FILE_LIMIT_MS = 300_000;
+// Every test process loads this after tsx: failed `assert.ok` calls without a message report at once.
+const assertOk = new URL('../test/helpers/assert-ok.ts', import.meta.url).href;
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=4', '--test-timeout=120000', ...passThrough, ...files],
+  [
+    '--import',
+    'tsx',
+    '--import',
+    assertOk,
+    '--test',
+    '--test-reporter=spec',
+    '--test-concurrency=4',
+    `--test-timeout=${FILE_LIMIT_MS}`,
+    // A file whose tests all ended exits even if a failed test left a server or a timer behind: the failure
+    // is reported, not turned into a timeout.
+    '--test-force-exit',
+    ...passThrough,
+    ...files,
+  ],
   { stdio: 'inherit', env },
 );
 process.exit(result.status ?? 1);

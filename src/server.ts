@@ -54,6 +54,29 @@ export interface StartOptions {
   grants?: GrantLookup;
   /** The runtime guard's cluster side and clock (tests); default: the Kubernetes client and Date.now. */
   runtimeGuard?: Omit<RuntimeGuardOptions, 'onError'>;
+  /** How long `close()` lets requests in flight finish before it cuts their connections (default `CLOSE_GRACE_MS`). */
+  closeGraceMs?: number;
+}
+
+/**
+ * How long `close()` waits for requests in flight (a held call waiting for its reviewer, a long stream, a
+ * client that never reads its answer) before it cuts their connections: inside Kubernetes' default 30 s
+ * termination grace, so the replica still flushes its audit events and leaves on its own terms rather than by
+ * SIGKILL. Without a bound, one request that never ends would hold the shutdown forever.
+ */
+export const CLOSE_GRACE_MS = 25_000;
+
+/** Fastify's close, which waits for every open connection, bounded by `graceMs`. */
+async function closeServer(app: FastifyInstance, graceMs: number): Promise<void> {
+  const cut = setTimeout(() => {
+    app.log.warn({ graceMs }, 'requests still in flight after the shutdown grace: closing their connections');
+    app.server.closeAllConnections();
+  }, graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
+  }
 }
 
 export function defaultLogger(level: string): FastifyServerOptions['logger'] {
@@ -156,7 +179,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
         // The egress proxy (last started) stops first, then the app, then what they both read.
         const [proxyStop] = config.egress ? stoppers.splice(-1) : [];
         await proxyStop?.();
-        await app.close();
+        await closeServer(app, options.closeGraceMs ?? CLOSE_GRACE_MS);
         for (const stop of stoppers.reverse()) await stop();
         if (ownsDb) await db.close();
       },

@@ -45,6 +45,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify as toYaml } from 'yaml';
+import { closable } from './closable.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Resources
@@ -822,6 +823,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
         (req, res) => void onRequest(req, res),
       )
     : createHttpServer((req, res) => void onRequest(req, res));
+  const closeServer = closable(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
@@ -965,8 +967,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
         w.res.destroy();
       }
       watchers.clear();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServer();
       rmSync(dir, { recursive: true, force: true });
     },
   };

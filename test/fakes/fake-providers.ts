@@ -6,6 +6,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { closable } from './closable.js';
 
 export interface UpstreamHit {
   method: string;
@@ -255,6 +256,7 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
       return openai(res, req.method ?? 'GET', path, body);
     });
   });
+  const closeServer = closable(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -263,10 +265,6 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
     get abandoned() {
       return state.abandoned;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: closeServer,
   };
 }

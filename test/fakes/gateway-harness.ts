@@ -57,7 +57,9 @@ export async function startGateway(options: { withoutProviders?: boolean; upstre
     decided,
     completed,
     async completions(n) {
-      for (let i = 0; i < 200 && completed.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      // Generous: returns as soon as the n-th report is in; a loaded machine may take seconds.
+      const started = Date.now();
+      while (completed.length < n && Date.now() - started < 30_000) await new Promise((r) => setTimeout(r, 5));
       return completed;
     },
     async close() {

@@ -11,6 +11,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { McpGateway, isMcpRequest, type McpCallResult, type McpHooks, type McpToolCall } from '../../src/gateway/mcp/proxy.js';
+import { closable } from './closable.js';
 
 export const UPSTREAM_SECRET = 'upstream-api-key-held-by-reins';
 
@@ -141,6 +142,7 @@ export async function startMcpUpstream(options: { json?: boolean } = {}): Promis
       });
     });
   });
+  const closeHttp = closable(http);
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const { port } = http.address() as AddressInfo;
 
@@ -160,8 +162,7 @@ export async function startMcpUpstream(options: { json?: boolean } = {}): Promis
         }),
     async close() {
       await Promise.allSettled([...transports.values()].map((t) => t.close()));
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
+      await closeHttp();
     },
   };
 }
@@ -226,6 +227,7 @@ export async function startMcpGateway(
     res.writeHead(418);
     res.end('not the MCP gateway');
   });
+  const closeHttp = closable(http);
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const { port } = http.address() as AddressInfo;
   const origin = `http://127.0.0.1:${port}`;
@@ -238,12 +240,13 @@ export async function startMcpGateway(
     completed,
     warnings,
     async completions(n) {
-      for (let i = 0; i < 400 && completed.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      // Generous: returns as soon as the n-th report is in; a loaded machine may take seconds.
+      const started = Date.now();
+      while (completed.length < n && Date.now() - started < 30_000) await new Promise((r) => setTimeout(r, 5));
       return completed;
     },
     async close() {
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
+      await closeHttp();
       await gateway.close();
       await upstream.close();
     },

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config/config.js';
 import type { GrantLookup } from '../../src/gateway/grants.js';
 import type { Replica } from '../../src/server.js';
 import { startFakeProviders, type FakeOptions, type FakeProviders } from '../fakes/fake-providers.js';
-import { ADMIN_TOKEN, Client, startTestReplica, waitFor, type TestStore } from './harness.js';
+import { ADMIN_TOKEN, Client, startTestReplica, WAIT_MS, waitFor, type TestStore } from './harness.js';
 
 export const PROVIDER_KEY = 'sk-provider-key-held-by-reins';
 
@@ -30,17 +30,28 @@ export async function startGatewayWorld(
   options: { fake?: FakeOptions; listen?: boolean; grants?: GrantLookup } = {},
 ): Promise<GatewayWorld> {
   const fake = await startFakeProviders(options.fake);
-  const replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, {
-    ...(options.listen === undefined ? {} : { listen: options.listen }),
-    ...(options.grants ? { grants: options.grants } : {}),
-  });
+  let replica: Replica;
+  try {
+    replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, {
+      ...(options.listen === undefined ? {} : { listen: options.listen }),
+      ...(options.grants ? { grants: options.grants } : {}),
+    });
+  } catch (err) {
+    // A replica that failed to start must not leave the fake listening: the file would never exit.
+    await fake.close();
+    throw err;
+  }
   return {
     fake,
     replica,
     admin: new Client(replica.url, ADMIN_TOKEN),
     async close() {
-      await replica.close();
-      await fake.close();
+      // The fake closes even when the replica's close fails, so a failure is reported, not turned into a hang.
+      try {
+        await replica.close();
+      } finally {
+        await fake.close();
+      }
     },
   };
 }
@@ -73,7 +84,7 @@ export async function llmEvent(admin: Client, match: (event: any) => boolean, qu
     if (end === undefined) return false;
     found = { ...decision, outcome: end.outcome, data: { ...decision.data, ...end.data }, decision, end };
     return true;
-  }, 15_000, 20);
-  if (!found) throw new Error(`no llm call matched within 15 s${query ? ` (${query})` : ''}`);
+  }, WAIT_MS, 20);
+  if (!found) throw new Error(`no llm call matched within ${WAIT_MS / 1000} s${query ? ` (${query})` : ''}`);
   return found;
 }

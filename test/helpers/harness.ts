@@ -165,6 +165,15 @@ export async function agentWithKey(admin: Client, id: string): Promise<string> {
   return minted.body.token as string;
 }
 
+/**
+ * The limit for waits on something that will happen (an audit event written by the batched writer, a change
+ * seen by another replica, a webhook delivered). Generous on purpose: a wait that succeeds returns as soon as
+ * its condition holds, so the limit costs nothing on a quiet machine, and a loaded one (two cores shared by
+ * several test runs) may need tens of seconds for what takes milliseconds alone. Waits that must find that
+ * something does NOT happen pass their own short limit.
+ */
+export const WAIT_MS = 30_000;
+
 /** Polls until `check` returns true or the deadline passes; returns the elapsed milliseconds, or -1. */
 export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 10): Promise<number> {
   const start = Date.now();

@@ -20,7 +20,7 @@ let reachable: Promise<boolean> | null = null;
 
 export function postgresReachable(): Promise<boolean> {
   reachable ??= (async () => {
-    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
+    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 30_000 });
     try {
       await client.connect();
       await client.end();

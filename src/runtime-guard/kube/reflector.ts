@@ -64,9 +64,12 @@ export function objectKey(object: ObjectMeta): string {
  */
 function trackedConfig(kc: KubeConfig): { config: KubeConfig; destroy(): void } {
   const agents = new Set<Agent>();
+  let destroyed = false;
   const config = Object.create(kc) as KubeConfig;
   config.applyToFetchOptions = async (opts) => {
     const init = await kc.applyToFetchOptions(opts);
+    // Torn down while the options were being built: the request must not go out at all.
+    if (destroyed) throw new Error('the watch was cancelled before it started');
     const agent = init.agent as Agent | undefined;
     if (agent && typeof agent === 'object' && typeof agent.destroy === 'function') agents.add(agent);
     return init;
@@ -74,6 +77,7 @@ function trackedConfig(kc: KubeConfig): { config: KubeConfig; destroy(): void } 
   return {
     config,
     destroy: () => {
+      destroyed = true;
       for (const agent of agents) agent.destroy();
       agents.clear();
     },
@@ -139,6 +143,9 @@ export class Reflector<O extends ObjectMeta, F> {
           continue;
         }
       }
+      // stop() may have come while the list's answer was already in: no watch may start after it, since
+      // nothing would cancel it and stop() would wait for the server to end it.
+      if (this.stopped) return;
       const startedAt = this.now();
       const end = await this.watchOnce();
       if (end.kind === 'stopped' || this.stopped) return;
@@ -195,6 +202,7 @@ export class Reflector<O extends ObjectMeta, F> {
   }
 
   private watchOnce(): Promise<WatchEnd> {
+    if (this.stopped) return Promise.resolve({ kind: 'stopped' });
     return new Promise<WatchEnd>((resolve) => {
       const tracked = trackedConfig(this.o.kc);
       let controller: AbortController | undefined;

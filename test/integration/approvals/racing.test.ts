@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Replica } from '../../../src/server.js';
-import { adminWithToken, ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, WAIT_MS, waitFor, type TestStore } from '../../helpers/harness.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';
 
 describe('racing approval decisions on two replicas', { skip: !storeKinds().includes('postgres') }, async () => {
@@ -75,10 +75,15 @@ describe('racing approval decisions on two replicas', { skip: !storeKinds().incl
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const req = (await on.dev!.a.post('/api/v1/access-requests', { type: 'model_access', requestedModel: `e-${i}`, justification: 'short' })).body;
-      const ok = await on.admin!.b.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 800).toISOString() });
+      // Far enough ahead that a busy machine still approves before it.
+      const ok = await on.admin!.b.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 3000).toISOString() });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
       ids.push(ok.body.grant.id);
     }
-    await new Promise((r) => setTimeout(r, 2000));
+    const expiredAudits = async () => (await a.db.query(`SELECT id FROM audit_events WHERE action = 'grant.expire' AND data->>'grantId' = ANY($1)`, [ids])).rows.length;
+    assert.notEqual(await waitFor(async () => (await expiredAudits()) >= 5, WAIT_MS, 100), -1, 'every grant expired');
+    // Both replicas keep sweeping: a second announcement would show up now.
+    await new Promise((r) => setTimeout(r, 1000));
     const notes = await a.db.query<{ grant_id: string }>(`SELECT grant_id FROM notifications WHERE kind = 'grant_expired' AND grant_id = ANY($1)`, [ids]);
     assert.deepEqual(notes.rows.map((r) => r.grant_id).sort(), [...ids].sort());
     const audits = await a.db.query(`SELECT id FROM audit_events WHERE action = 'grant.expire' AND data->>'grantId' = ANY($1)`, [ids]);

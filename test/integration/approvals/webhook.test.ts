@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, WAIT_MS, waitFor } from '../../helpers/harness.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';
 
@@ -38,7 +38,8 @@ describeEachStore('notification webhook', ({ store }) => {
   });
   after(async () => {
     await replica.close();
-    receiver.close();
+    receiver.closeAllConnections();
+    await new Promise<void>((r) => receiver.close(() => r()));
   });
 
   test('a decision\'s notifications are posted signed, retried after a failure, and acknowledged once each', async () => {
@@ -47,7 +48,7 @@ describeEachStore('notification webhook', ({ store }) => {
     const req = (await dev.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'o3', justification: 'eval <b>x</b>' })).body;
     await admin.post(`/api/v1/access-requests/${req.id}/approve`, {});
     const ok = () => received.filter((r) => r.answered === 200);
-    assert.ok((await waitFor(() => ok().some((r) => r.body.kind === 'request_approved'), 5000)) >= 0, JSON.stringify(received));
+    assert.ok((await waitFor(() => ok().some((r) => r.body.kind === 'request_approved'), WAIT_MS)) >= 0, JSON.stringify(received));
     const approved = ok().find((r) => r.body.kind === 'request_approved')!;
     assert.equal(approved.valid, true);
     assert.equal(approved.body.recipient, 'eng/hooked');

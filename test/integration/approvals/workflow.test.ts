@@ -71,10 +71,12 @@ describeEachStore('approvals workflow', ({ store }) => {
 
   test('a grant ends by itself at its expiry: the next call is refused and History shows it expired', async () => {
     const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'quick look' })).body;
-    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 1500).toISOString() });
+    // Far enough ahead that a busy machine still makes the call before it.
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 5000).toISOString() });
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
     await opus();
-    await new Promise((r) => setTimeout(r, 1700));
+    // Waited out by the grant's own expiry (whole seconds from the approval), not the one asked for.
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(approved.body.grant.expiresAt) - Date.now()) + 200));
     await assert.rejects(opus(), Anthropic.PermissionDeniedError);
     const history = (await w.admin.get('/api/v1/policy-exceptions/history')).body.items;
     assert.equal(history.find((g: any) => g.id === approved.body.grant.id).state, 'expired');

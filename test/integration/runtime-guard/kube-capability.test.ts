@@ -107,10 +107,10 @@ describe('capability probe', () => {
     await probed(cluster);
     assert.equal(cluster.capability().crd, 'unavailable');
     api.setCrdServed(true);
-    await until('available', () => cluster.capability().crd === 'available', 3_000);
-    await until('the four policies', () => api.list('runtimepolicies').length === 4, 3_000);
+    await until('available', () => cluster.capability().crd === 'available');
+    await until('the four policies', () => api.list('runtimepolicies').length === 4);
     // And a CRD that went away again is seen as unavailable.
     api.setCrdServed(false);
-    await until('unavailable again', () => cluster.capability().crd === 'unavailable', 3_000);
+    await until('unavailable again', () => cluster.capability().crd === 'unavailable');
   });
 });

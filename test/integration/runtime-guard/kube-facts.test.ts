@@ -54,7 +54,8 @@ describe('cluster facts from the Kubernetes API', () => {
     await until('facts', () => cluster.facts() !== null);
     const f = facts(cluster);
     assert.equal(f.complete, true);
-    assert.ok(Math.abs(f.fetchedAtUnix - Date.now() / 1000) < 5);
+    // Stamped at the list, read moments later (a loaded machine may take seconds in between).
+    assert.ok(Math.abs(f.fetchedAtUnix - Date.now() / 1000) < 60, `fetched at ${f.fetchedAtUnix}`);
     assert.deepEqual(podNames(f), ['eng/agent-7d4-aaaaa', 'eng/nightly-1-bbbbb', 'reins/reins-5f6-ccccc']);
     assert.deepEqual(
       f.services.map((s) => [`${s.namespace}/${s.name}`, s.clusterIPs]).sort(),
@@ -138,7 +139,12 @@ describe('cluster facts from the Kubernetes API', () => {
     // The old pod goes away: the Service moves to the new pod, the old pod is deleted.
     api.upsert('endpointslices', kube.endpointSlice({ namespace: 'reins', service: 'reins', endpoints: [{ address: '10.244.9.10', pod: 'reins-9a1-ddddd' }] }));
     api.remove('pods', 'reins', 'reins-5f6-ccccc');
-    await until('the old pod deleted', () => !podNames(facts(cluster)).includes('reins/reins-5f6-ccccc'));
+    // Two watches (pods, EndpointSlices) deliver these in either order; in between the new pod may briefly
+    // look like a previous one. Waited for: the old pod gone and the new one current again.
+    await until('the old pod deleted and the new one current', () => {
+      const f = facts(cluster);
+      return !podNames(f).includes('reins/reins-5f6-ccccc') && f.selfPods.some((p) => p.name === 'reins-9a1-ddddd' && p.goneAtUnix === undefined);
+    });
     const [previous, current] = facts(cluster).selfPods.sort((a, b) => a.name.localeCompare(b.name));
     assert.deepEqual(current, { namespace: 'reins', name: 'reins-9a1-ddddd', ip: '10.244.9.10' });
     // A previous pod carries when this replica saw it go (the store keeps it that long for every replica).
@@ -158,7 +164,10 @@ describe('cluster facts from the Kubernetes API', () => {
     facts(cluster);
     api.upsert('pods', kube.pod({ namespace: 'reins', name: 'reins-5f6-short', ip: '10.244.9.12', owner: { kind: 'ReplicaSet', name: 'reins-5f6' } }));
     api.remove('pods', 'reins', 'reins-5f6-short');
-    await new Promise((r) => setTimeout(r, 200));
+    // A later pod on the same watch marks that both events arrived. It is a sensor pod, so the wait reads the
+    // pod cache (sensorMetricsTargets) and never the facts: the pod came and went between two reads.
+    api.upsert('pods', kube.pod({ namespace: 'reins', name: 'marker', ip: '10.244.3.99', labels: { 'app.kubernetes.io/name': 'reins-sensor' } }));
+    await until('the marker pod', () => cluster.sensorMetricsTargets().includes('http://10.244.3.99:9090/metrics'));
     assert.ok(facts(cluster).selfPods.some((p) => p.name === 'reins-5f6-short' && p.ip === '10.244.9.12'));
   });
 
@@ -166,7 +175,8 @@ describe('cluster facts from the Kubernetes API', () => {
     const api = await fakeApi();
     seedCluster(api);
     let offsetMs = 0;
-    const { cluster } = await started(api, { now: () => Date.now() + offsetMs });
+    // Watches the server never ends during the test: only the bookmark may stamp the facts.
+    const { cluster } = await started(api, { now: () => Date.now() + offsetMs, watchTimeoutSeconds: 600 });
     await until('every watch open', () => api.watchCount() === 6);
     const first = facts(cluster).fetchedAtUnix;
     offsetMs = 90_000;
@@ -180,7 +190,7 @@ describe('cluster facts from the Kubernetes API', () => {
     const api = await fakeApi();
     seedCluster(api);
     let offsetMs = 0;
-    const { cluster } = await started(api, { now: () => Date.now() + offsetMs });
+    const { cluster } = await started(api, { now: () => Date.now() + offsetMs, watchTimeoutSeconds: 600 });
     await until('every watch open', () => api.watchCount() === 6);
     const first = facts(cluster).fetchedAtUnix;
     offsetMs = 60_000;
@@ -201,7 +211,7 @@ describe('cluster facts from the Kubernetes API', () => {
     assert.equal(facts(cluster).pods.length, 3);
     api.upsert('pods', kube.pod({ namespace: 'eng', name: 'during-outage', ip: '10.244.1.11' }));
     api.failLists(false);
-    await until('complete facts', () => facts(cluster).complete === true, 10_000);
+    await until('complete facts', () => facts(cluster).complete === true);
     assert.ok(podNames(facts(cluster)).includes('eng/during-outage'), 'the relist caught up');
   });
 
@@ -229,7 +239,8 @@ describe('cluster facts from the Kubernetes API', () => {
       api.compact();
       await until('the relisted pod', () => podNames(facts(cluster)).includes('eng/after-compaction'));
       assert.equal(facts(cluster).complete, true, '410 is routine, not a failure');
-      assert.deepEqual(errors, []);
+      // The Lease has its own errors on a busy machine; the watches and lists must have none.
+      assert.deepEqual(errors.filter((e) => /^(listing|watching) /.test(e.message)), []);
       const podLists = api.requests.filter((r) => r.path === '/api/v1/pods' && !r.watch);
       assert.equal(podLists.length, 2);
     });
@@ -240,9 +251,9 @@ describe('cluster facts from the Kubernetes API', () => {
     seedCluster(api);
     const { cluster } = await started(api, { watchTimeoutSeconds: 1, watchGraceMs: 300, retryMinMs: 50, retryMaxMs: 100 });
     api.stall(true);
-    await until('incomplete facts', () => facts(cluster).complete === false, 5_000);
+    await until('incomplete facts', () => facts(cluster).complete === false);
     api.stall(false);
-    await until('complete facts', () => facts(cluster).complete === true, 5_000);
+    await until('complete facts', () => facts(cluster).complete === true);
   });
 
   test('stop() returns while the API server is stalled, and leaves no watch open', async () => {
@@ -254,7 +265,9 @@ describe('cluster facts from the Kubernetes API', () => {
     api.stall(true);
     const t0 = Date.now();
     await cluster.stop();
-    assert.ok(Date.now() - t0 < 2_000, `stop took ${Date.now() - t0} ms`);
+    // Waiting for the stalled server would take the watch timeout and its grace (35 s here); a busy machine
+    // may make an immediate stop take a few seconds.
+    assert.ok(Date.now() - t0 < 15_000, `stop took ${Date.now() - t0} ms`);
     api.stall(false);
     await until('no watch open', () => api.watchCount() === 0);
   });

@@ -8,10 +8,14 @@ export interface StartedCluster {
   errors: Error[];
 }
 
-/** Timings short enough for tests; each test may override them. */
+/**
+ * Timings short enough for tests; each test may override them. The Lease is not short: its duration also
+ * bounds each Lease request (two thirds of it), and a busy machine must not turn a slow answer into a lost
+ * leadership in tests about something else. Tests of expiry pass their own short Lease.
+ */
 export const FAST = {
   probeIntervalMs: 60_000,
-  leaseDurationSeconds: 1,
+  leaseDurationSeconds: 10,
   renewMs: 100,
   policyIntervalMs: 60_000,
   watchTimeoutSeconds: 30,
@@ -33,11 +37,18 @@ export async function startCluster(api: FakeKubeApi, overrides: Partial<RuntimeC
   return { cluster, errors };
 }
 
+/**
+ * How long `until` waits by default. Generous on purpose: a wait that succeeds returns as soon as its
+ * condition holds, so the limit costs nothing on a quiet machine, and a loaded one (two cores shared by
+ * several test runs) may need tens of seconds for what takes milliseconds alone.
+ */
+export const UNTIL_MS = 30_000;
+
 /** Polls until `check` holds; throws with `what` after `timeoutMs`. */
-export async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+export async function until(what: string, check: () => boolean, timeoutMs = UNTIL_MS): Promise<void> {
+  const started = Date.now();
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

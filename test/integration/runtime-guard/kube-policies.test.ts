@@ -44,7 +44,7 @@ function policy(name: string, labels: Record<string, string>, extra: Record<stri
 
 async function leaderWithPolicies(api: FakeKubeApi): Promise<RuntimeCluster> {
   const { cluster } = await started(api);
-  await until('the four policies', () => names(api).length === 4, 3_000);
+  await until('the four policies', () => names(api).length === 4);
   return cluster;
 }
 
@@ -82,7 +82,7 @@ describe('RuntimePolicy controller', () => {
     await until('repaired', () => {
       const ok = names(api).join() === FOUR.join() && !('allow' in spec(api, 'reins-observe-network'));
       return ok && api.get('runtimepolicies', '', 'reins-observe-exec')!.metadata.labels?.['runtime.reins.dev/family'] === 'exec';
-    }, 3_000);
+    });
     const replaced = writes(api).filter((r) => r.method === 'PUT').map((r) => r.path.split('/').pop());
     assert.ok(replaced.includes('reins-observe-network'));
     assert.ok(writes(api).some((r) => r.method === 'DELETE' && r.path.endsWith('/reins-observe-legacy') && r.status === 200));
@@ -93,7 +93,7 @@ describe('RuntimePolicy controller', () => {
     api.upsert('runtimepolicies', policy('team-exec-audit', { team: 'sec' }));
     api.upsert('runtimepolicies', policy('reins-observe-open', {}));
     const { cluster, errors } = await started(api);
-    await until('the three others', () => names(api).length === 5, 3_000);
+    await until('the three others', () => names(api).length === 5);
     await until('the conflict reported', () => errors.some((e) => /reins-observe-open exists without the label/.test(e.message)));
     assert.equal(cluster.isLeader(), true);
     assert.equal(spec(api, 'team-exec-audit').mode, 'enforce');
@@ -126,20 +126,20 @@ describe('RuntimePolicy controller', () => {
       'not even a list',
     );
     api.setCrdServed(true);
-    await until('the four policies', () => names(api).length === 4, 3_000);
+    await until('the four policies', () => names(api).length === 4);
   });
 
   test('the new leader takes the policies over when the old one stops', async () => {
     const api = await fakeApi(true);
     const first = await started(api, { identity: 'replica-a', environment: { kind: 'kubeconfig', kubeconfigPath: api.kubeconfigFor('replica-a') } });
-    await until('the four policies', () => names(api).length === 4, 3_000);
+    await until('the four policies', () => names(api).length === 4);
     const second = await started(api, { identity: 'replica-b', environment: { kind: 'kubeconfig', kubeconfigPath: api.kubeconfigFor('replica-b') } });
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(writes(api).filter((r) => r.authorization === 'Bearer replica-b'), [], 'the follower wrote nothing');
     await first.cluster.stop();
-    await until('b leads', () => second.cluster.isLeader(), 3_000);
+    await until('b leads', () => second.cluster.isLeader());
     api.remove('runtimepolicies', '', 'reins-observe-exec');
-    await until('recreated by b', () => names(api).length === 4, 3_000);
+    await until('recreated by b', () => names(api).length === 4);
     assert.ok(writes(api).some((r) => r.authorization === 'Bearer replica-b' && r.method === 'POST'));
   });
 });

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
@@ -43,7 +43,7 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
       const open = decisions.filter((d: any) => d.data.end === undefined && !items.some((e: any) => e.action === 'egress.request_end' && e.data.callId === d.data.callId));
       return decisions.length >= 3 && open.length === 0;
     };
-    assert.ok((await waitFor(audited, 15_000)) >= 0, 'egress decisions and ends audited');
+    assert.ok((await waitFor(audited, WAIT_MS)) >= 0, 'egress decisions and ends audited');
     // The window ends at the test clock's now: move it past the audit events just written.
     clock.ms = Date.now() + 1000;
 

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer, TestClock } from './helpers.js';
 
@@ -82,7 +82,7 @@ describeEachStore('runtime guard across replicas', ({ store }) => {
         .filter((k) => k.startsWith('reins/'));
     assert.deepEqual(await keys(a), ['reins/Pod/reins-debug']);
     // A writes the pods it knows as the service's own on its next background read (every second).
-    assert.notEqual(await waitFor(async () => (await keys(b)).length === 1, 5000), -1, `B answers ${JSON.stringify(await keys(b))}`);
+    assert.notEqual(await waitFor(async () => (await keys(b)).length === 1, WAIT_MS), -1, `B answers ${JSON.stringify(await keys(b))}`);
     assert.deepEqual(await keys(b), ['reins/Pod/reins-debug']);
   });
 });

@@ -10,7 +10,7 @@ import { ProxyAgent, fetch } from 'undici';
 import { startRuntimeCluster } from '../../../src/runtime-guard/kube/runtime-cluster.js';
 import type { Replica } from '../../../src/server.js';
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
-import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer } from './helpers.js';
 import { FAST, seedCluster } from './kube-helpers.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
@@ -43,7 +43,7 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     const ready = await waitFor(async () => {
       const [status, rec] = await Promise.all([admin.get('/api/v1/runtime/status'), admin.get('/api/v1/runtime/reconciliation')]);
       return status.body.probedAtUnix > 0 && rec.body.networkDetectorDisabled === false;
-    }, 15_000, 50);
+    }, WAIT_MS, 50);
     assert.ok(ready >= 0, 'the cluster side became ready');
   });
   after(async () => {
@@ -71,7 +71,7 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     // The leader (this replica, through the Lease) scrapes on its own every second.
     await sensor.post('/api/v1/runtime/sensor/reports', report('node-a', [item({ podName: 'agent-7d4-aaaaa', destIP: '10.96.0.10', observedAt: now() })]));
     metrics.text = recordedCounter({ 'node-a': 4, 'node-b': 0 });
-    const scraped = await waitFor(async () => (await admin.get('/api/v1/runtime/status')).body.ingestLag.lag === 3, 10_000, 100);
+    const scraped = await waitFor(async () => (await admin.get('/api/v1/runtime/status')).body.ingestLag.lag === 3, WAIT_MS, 100);
     assert.ok(scraped >= 0, 'the lag was scraped');
     const lag = (await admin.get('/api/v1/runtime/status')).body.ingestLag;
     assert.ok(lag.scrapedAtUnix > 0);
@@ -94,7 +94,7 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
       const open = decisions.filter((d: any) => d.data.end === undefined && !items.some((e: any) => e.action === 'egress.request_end' && e.data.callId === d.data.callId));
       return decisions.length >= 2 && open.length === 0;
     };
-    assert.ok((await waitFor(audited, 15_000)) >= 0);
+    assert.ok((await waitFor(audited, WAIT_MS)) >= 0);
 
     const t = now();
     const sent = await sensor.post(
@@ -132,7 +132,7 @@ describeEachStore('runtime guard with the Kubernetes API', ({ store }) => {
     const attributed = await waitFor(async () => {
       const obs = (await admin.get(`/api/v1/runtime/workloads/${enc('eng/Deployment/agent')}/observations`)).body;
       return obs.groups.length > 0 && obs.groups[1].items.some((i: any) => i.podName === 'agent-7d4-ddddd');
-    }, 5000, 50);
+    }, WAIT_MS, 50);
     assert.ok(attributed >= 0, 'the new pod counts for eng/Deployment/agent');
   });
 });

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Db } from '../../../src/store/db.js';
 import { PgliteDb } from '../../../src/store/pglite.js';
 import { PostgresDb } from '../../../src/store/postgres.js';
-import { describeEachStore, waitFor } from '../../helpers/harness.js';
+import { describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
 
 describeEachStore('store adapter', ({ store, kind }) => {
   let db: Db;
@@ -82,9 +82,9 @@ describeEachStore('store adapter', ({ store, kind }) => {
       }),
       (err) => err === boom,
     );
-    assert.notEqual(await waitFor(() => heard.length > 0, 5000), -1, 'the committed notification arrives');
+    assert.notEqual(await waitFor(() => heard.length > 0, WAIT_MS), -1, 'the committed notification arrives');
     await db.query(`SELECT pg_notify('adapter_channel', 'marker')`);
-    assert.notEqual(await waitFor(() => heard.includes('marker'), 5000), -1);
+    assert.notEqual(await waitFor(() => heard.includes('marker'), WAIT_MS), -1);
     assert.deepEqual(heard, ['committed', 'marker']);
     const ids = (await db.query<{ id: number }>('SELECT id FROM adapter_t WHERE id >= 10 ORDER BY id')).rows.map((r) => r.id);
     assert.deepEqual(ids, [10]);

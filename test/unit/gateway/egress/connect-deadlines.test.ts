@@ -10,7 +10,8 @@ test('a deadline fires once, no earlier than asked and within the sweep resoluti
   const started = performance.now();
   deadlines.add({}, 60, () => fired.push(performance.now() - started));
   await sleep(30);
-  assert.deepEqual(fired, []);
+  // A busy machine may wake this test only after the deadline: then it may have fired, never before 60 ms.
+  if (performance.now() - started < 60) assert.deepEqual(fired, []);
   await sleep(150);
   assert.equal(fired.length, 1);
   assert.ok(fired[0]! >= 60, `fired after ${fired[0]} ms`);
