@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
-import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
 
 /** A configured list that leaves loopback open (the tests' origins live there), as an admin may choose. */
@@ -78,7 +78,7 @@ describeEachStore('egress through Reins', ({ store }) => {
     await waitFor(async () => {
       events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/fetcher')}`)).body.items;
       return events.filter((e) => e.action.endsWith('_end')).length >= 2;
-    }, 5000);
+    }, WAIT_MS);
     // Each allowed connection: its decision when decided, its end (bytes, status) when over, joined by callId.
     const connect = events.find((e) => e.action === 'egress.connect' && e.outcome === 'ok');
     const connectEnd = events.find((e) => e.action === 'egress.connect_end');
@@ -217,7 +217,7 @@ describeEachStore('egress never connects to a denied network, whatever the polic
     const found = await waitFor(async () => {
       events = (await admin.get(`/api/v1/audit-events?type=egress&identity=${enc('eng/ssrf')}`)).body.items;
       return ends().length >= 3;
-    }, 5000);
+    }, WAIT_MS);
     assert.notEqual(found, -1, `three egress end events, got ${ends().length}`);
     // The policies allowed each (its decision event), the address check refused it (its end event).
     for (const e of ends()) {

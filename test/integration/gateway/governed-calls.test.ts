@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { FAKE_USAGE } from '../../fakes/fake-providers.js';
-import { agentWithKey, Client, describeEachStore, developerWithToken, enc, waitFor } from '../../helpers/harness.js';
+import { agentWithKey, Client, describeEachStore, developerWithToken, enc, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { anthropic, llmEvent, openai, PROVIDER_KEY, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user' as const, content: 'hi' }], ...extra });
@@ -68,13 +68,13 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     const decisions = async () =>
       (await w.admin.get(`/api/v1/audit-events?action=llm.request&identity=${enc('eng/builder')}&limit=200`)).body.items.filter((e: any) => e.data.maxTokens === 41);
     let open: any[] = [];
-    await waitFor(async () => (open = await decisions()).length > 0, 15_000);
+    await waitFor(async () => (open = await decisions()).length > 0, WAIT_MS);
     assert.equal(open.length, 1, 'the decision is recorded while the stream is open');
     assert.equal(open[0].data.end, undefined);
     assert.equal(open[0].callEnded, false, 'no end yet: its outcome is not known');
     abort.abort();
     let ended: any[] = [];
-    await waitFor(async () => (ended = (await w.admin.get(`/api/v1/audit-events?callId=${open[0].data.callId}`)).body.items).length === 2, 15_000);
+    await waitFor(async () => (ended = (await w.admin.get(`/api/v1/audit-events?callId=${open[0].data.callId}`)).body.items).length === 2, WAIT_MS);
     assert.deepEqual(ended.map((e: any) => e.action), ['llm.request_end', 'llm.request']);
     assert.equal(ended[0].data.end, 'client_aborted');
     assert.equal(ended[1].callEnded, true);

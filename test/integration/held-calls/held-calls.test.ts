@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { adminWithToken, agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, agentWithKey, describeEachStore, developerWithToken, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { anthropic, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 describeEachStore('held LLM calls', ({ store }) => {
@@ -35,7 +35,7 @@ describeEachStore('held LLM calls', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt?.startsWith(content.slice(0, 20)) && e.attachedCalls >= count);
       return entry !== undefined;
-    }, 10_000);
+    }, WAIT_MS);
     assert.ok(entry, `no pending entry for "${content}"`);
     return entry;
   }
@@ -138,7 +138,7 @@ describeEachStore('held LLM calls', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.requester === 'eng/ivy');
       return entry !== undefined;
-    }, 10_000);
+    }, WAIT_MS);
     assert.ok(!entry.promptExcerpt.includes(secret) && !entry.promptExcerpt.includes('AKIAIOSFODNN7EXAMPLE'), entry.promptExcerpt);
     assert.match(entry.promptExcerpt, /REDACTED/);
     assert.equal(entry.sessionId, 'ivy-1');
@@ -182,7 +182,7 @@ describeEachStore('held LLM calls: a client that gave up', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === 'abandon me');
       return entry !== undefined;
-    }, 10_000);
+    }, WAIT_MS);
     controller.abort();
     await assert.rejects(call);
     await new Promise((r) => setTimeout(r, 100));
@@ -208,7 +208,7 @@ describeEachStore('held streaming calls are kept alive', ({ store }) => {
     await waitFor(async () => {
       entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.model === model);
       return entry !== undefined;
-    }, 10_000);
+    }, WAIT_MS);
     assert.ok(entry);
     return entry;
   }

@@ -11,7 +11,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Replica } from '../../../src/server.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
-import { adminWithToken, ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 
 const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]!.text;
 
@@ -43,7 +43,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       await waitFor(async () => {
         entry = (await admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.kind === 'mcp' && match(e) && e.attachedCalls >= attached);
         return entry !== undefined;
-      }, 10_000);
+      }, WAIT_MS);
       assert.ok(entry, 'the call was parked');
       return entry;
     }
@@ -90,7 +90,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       assert.notEqual(r.isError, true, text(r));
       assert.deepEqual(JSON.parse(text(r)), { text: 'release me' });
       assert.equal(echoCalls('release me'), 1);
-      const releaseAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.data.heldCallId === entry.id), 5000);
+      const releaseAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.data.heldCallId === entry.id), WAIT_MS);
       assert.ok(releaseAudited >= 0, 'the release is audited');
     });
 
@@ -104,7 +104,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       await pending((e) => e.id === entry.id, 2);
       const otherArgs = c1.callTool({ name: 'echo', arguments: { text: 'different' } });
       const otherSession = c3.callTool({ name: 'echo', arguments: { text: 'same' } });
-      const entries = (await waitFor(async () => (await admin.get('/api/v1/held-calls?state=pending')).body.items.filter((e: any) => e.kind === 'mcp').length >= 3, 10_000), await admin.get('/api/v1/held-calls?state=pending')).body.items.filter((e: any) => e.kind === 'mcp');
+      const entries = (await waitFor(async () => (await admin.get('/api/v1/held-calls?state=pending')).body.items.filter((e: any) => e.kind === 'mcp').length >= 3, WAIT_MS), await admin.get('/api/v1/held-calls?state=pending')).body.items.filter((e: any) => e.kind === 'mcp');
       assert.equal(entries.length, 3, 'different arguments and a different session each have their own entry');
       await admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'both at once' });
       for (const r of await Promise.all([first, second])) {
@@ -146,7 +146,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       const self = await new Client(replica.url, aliceToken).post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.equal(self.status, 403);
       assert.match(self.body.error.message, /own|requester/i);
-      const refusalAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.outcome === 'refused' && e.data.heldCallId === entry.id), 5000);
+      const refusalAudited = await waitFor(async () => (await admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.some((e: any) => e.outcome === 'refused' && e.data.heldCallId === entry.id), WAIT_MS);
       assert.ok(refusalAudited >= 0, 'the refused self-release is audited');
       const bob = await new Client(replica.url, bobToken).post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.equal(bob.status, 403, 'a developer is not an admin');
@@ -194,7 +194,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       const timedOut = (await admin.get('/api/v1/held-calls?state=timed_out')).body.items.filter((e: any) => e.kind === 'mcp' && e.agentId === agentId);
       assert.deepEqual(timedOut.map((e: any) => e.timeoutOutcome).sort(), ['allow', 'deny']);
       const audited = async () => (await admin.get('/api/v1/audit-events?action=held_call.time_out')).body.items.filter((e: any) => timedOut.some((t: any) => t.id === e.data.heldCallId));
-      await waitFor(async () => (await audited()).length === 2, 5000);
+      await waitFor(async () => (await audited()).length === 2, WAIT_MS);
       assert.equal((await audited()).length, 2, 'each timeout is audited');
     });
 
@@ -221,7 +221,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       const gaveUp = client.callTool({ name: 'echo', arguments: { text: 'retried' } }, undefined, { timeout: 500 });
       await assert.rejects(gaveUp, /timed out/i);
       const entry = await pending((e) => e.sessionId === `retry-${json}`);
-      const retry = client.callTool({ name: 'echo', arguments: { text: 'retried' } }, undefined, { timeout: 10_000 });
+      const retry = client.callTool({ name: 'echo', arguments: { text: 'retried' } }, undefined, { timeout: 60_000 });
       await pending((e) => e.id === entry.id, 2);
       await admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.deepEqual(JSON.parse(text(await retry)), { text: 'retried' });

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Replica } from '../../../src/server.js';
 import { startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
-import { ADMIN_TOKEN, agentWithKey, Client, openTestStore, startTestReplica, waitFor, type TestStore } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, agentWithKey, Client, openTestStore, startTestReplica, waitFor, type TestStore, WAIT_MS } from '../../helpers/harness.js';
 import { openai, providersAt } from '../../helpers/gateway.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';
 
@@ -26,7 +26,7 @@ describe('held calls on two replicas of one PostgreSQL', { skip: !storeKinds().i
     adminB = new Client(b.url, ADMIN_TOKEN);
     key = await agentWithKey(adminB, 'eng/far-bot');
     await adminB.post('/api/v1/policies', { name: 'review-all-4o', kind: 'approve', appliesTo: ['llm'], match: "object.llm.model == 'gpt-4o'", message: 'Reviewed.' });
-    await waitFor(() => a.gateway.policies.policies.some((p) => p.policy.name === 'review-all-4o'), 2000);
+    await waitFor(() => a.gateway.policies.policies.some((p) => p.policy.name === 'review-all-4o'), WAIT_MS);
   });
   after(async () => {
     await Promise.all([a?.close(), b?.close()]);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type { Replica } from '../../../src/server.js';
-import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
+import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 
 describeEachStore('credentials and console sessions', ({ store }) => {
   let replica: Replica;
@@ -34,7 +34,7 @@ describeEachStore('credentials and console sessions', ({ store }) => {
     const before = (await admin.get('/api/v1/tokens?identityId=eng/used')).body.items[0];
     assert.equal(before.lastUsedAt, null);
     await admin.with(token).get('/api/v1/identities');
-    const seen = await waitFor(async () => (await admin.get('/api/v1/tokens?identityId=eng/used')).body.items[0].lastUsedAt !== null, 2000, 20);
+    const seen = await waitFor(async () => (await admin.get('/api/v1/tokens?identityId=eng/used')).body.items[0].lastUsedAt !== null, WAIT_MS, 20);
     assert.ok(seen >= 0);
   });
 
@@ -80,7 +80,7 @@ describeEachStore('credentials and console sessions', ({ store }) => {
     assert.equal(minted.status, 201);
     const dora = admin.with(minted.body.token);
     assert.equal((await dora.get('/api/v1/identities')).status, 200);
-    assert.ok((await waitFor(async () => (await dora.get('/api/v1/identities')).status === 401, 4000, 100)) >= 0);
+    assert.ok((await waitFor(async () => (await dora.get('/api/v1/identities')).status === 401, WAIT_MS, 100)) >= 0);
   });
 
   test('expiry must be a future ISO date', async () => {

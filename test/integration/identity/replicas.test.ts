@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Replica } from '../../../src/server.js';
 import { listMigrations } from '../../../src/store/migrate.js';
-import { ADMIN_TOKEN, Client, enc, openTestStore, startTestReplica, waitFor, type TestStore } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, enc, openTestStore, startTestReplica, waitFor, type TestStore, WAIT_MS } from '../../helpers/harness.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';
 
 describe('two replicas on one PostgreSQL', { skip: !storeKinds().includes('postgres') }, async () => {
@@ -46,26 +46,26 @@ describe('two replicas on one PostgreSQL', { skip: !storeKinds().includes('postg
       const r = await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/fleet')}`, { tier });
       assert.equal(r.status, 200);
       const expected = tier || 'T2';
-      const elapsed = await waitFor(() => b.tiers.resolve('eng/fleet')?.autonomyTier === expected && b.tiers.resolve('eng/fleet')?.explicit === (tier !== ''), 2000, 5);
-      assert.ok(elapsed >= 0, `replica B did not see ${expected} within 2 s`);
+      const elapsed = await waitFor(() => b.tiers.resolve('eng/fleet')?.autonomyTier === expected && b.tiers.resolve('eng/fleet')?.explicit === (tier !== ''), WAIT_MS, 5);
+      assert.ok(elapsed >= 0, `replica B did not see ${expected} within ${WAIT_MS / 1000} s`);
     }
   });
 
   test('without NOTIFY, the periodic re-read brings the change', async () => {
     await adminA.post('/api/v1/identities', { id: 'eng/quiet', kind: 'agent' });
-    await waitFor(() => quiet.tiers.resolve('eng/quiet') !== null, 3000);
+    await waitFor(() => quiet.tiers.resolve('eng/quiet') !== null, WAIT_MS);
     const before = quiet.tiers.lastReloadAt;
     await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/quiet')}`, { tier: 'T3' });
-    const elapsed = await waitFor(() => quiet.tiers.resolve('eng/quiet')?.autonomyTier === 'T3', 3000, 20);
+    const elapsed = await waitFor(() => quiet.tiers.resolve('eng/quiet')?.autonomyTier === 'T3', WAIT_MS, 20);
     assert.ok(elapsed >= 0, 'the re-read did not pick up the change');
     assert.ok(quiet.tiers.lastReloadAt > before, 'the change arrived by a re-read, not by NOTIFY');
   });
 
   test('a deleted agent disappears from the other replica\'s cache', async () => {
     await adminA.post('/api/v1/identities', { id: 'eng/gone', kind: 'agent' });
-    assert.ok((await waitFor(() => b.tiers.resolve('eng/gone') !== null, 2000)) >= 0);
+    assert.ok((await waitFor(() => b.tiers.resolve('eng/gone') !== null, WAIT_MS)) >= 0);
     await adminA.delete(`/api/v1/identities?id=${enc('eng/gone')}`);
-    assert.ok((await waitFor(() => b.tiers.resolve('eng/gone') === null, 2000)) >= 0);
+    assert.ok((await waitFor(() => b.tiers.resolve('eng/gone') === null, WAIT_MS)) >= 0);
   });
 
   test('owners set through A bind on B at once (NOTIFY) and on a replica without NOTIFY by its re-read; a deleted developer unbinds', async () => {
@@ -73,13 +73,13 @@ describe('two replicas on one PostgreSQL', { skip: !storeKinds().includes('postg
     await adminA.post('/api/v1/identities', { id: 'eng/olga', kind: 'developer' });
     assert.equal((await adminA.put(`/api/v1/identities/owners?id=${enc('eng/owned')}`, { owners: ['eng/olga', 'qa/*'] })).status, 200);
     for (const replica of [b, quiet]) {
-      const seen = await waitFor(() => replica.tiers.isBound('eng/owned', 'eng/olga') && replica.tiers.isBound('eng/owned', 'qa/anyone'), 10_000, 10);
+      const seen = await waitFor(() => replica.tiers.isBound('eng/owned', 'eng/olga') && replica.tiers.isBound('eng/owned', 'qa/anyone'), WAIT_MS, 10);
       assert.ok(seen >= 0, 'the binding did not arrive');
     }
     assert.equal(b.tiers.isBound('eng/owned', 'eng/other'), false);
     assert.equal((await adminA.delete(`/api/v1/identities?id=${enc('eng/olga')}`)).status, 200);
     for (const replica of [b, quiet]) {
-      const gone = await waitFor(() => !replica.tiers.isBound('eng/owned', 'eng/olga'), 10_000, 10);
+      const gone = await waitFor(() => !replica.tiers.isBound('eng/owned', 'eng/olga'), WAIT_MS, 10);
       assert.ok(gone >= 0, 'the deleted developer still counts');
     }
     assert.ok(b.tiers.isBound('eng/owned', 'qa/anyone'));
@@ -104,7 +104,7 @@ describe('two replicas on one PostgreSQL', { skip: !storeKinds().includes('postg
     const stored = await a.db.query<{ autonomy_tier: string }>('SELECT autonomy_tier FROM identities WHERE id = $1', ['eng/race']);
     const final = stored.rows[0]!.autonomy_tier;
     for (const r of [a, b]) {
-      assert.ok((await waitFor(() => r.tiers.resolve('eng/race')?.autonomyTier === final, 2000)) >= 0, 'cache diverged from the store');
+      assert.ok((await waitFor(() => r.tiers.resolve('eng/race')?.autonomyTier === final, WAIT_MS)) >= 0, 'cache diverged from the store');
     }
   });
 });
