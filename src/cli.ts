@@ -11,11 +11,11 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/config.js';
-import { SYSTEM_CLI } from './identity/actor.js';
+import { SYSTEM_CLI } from './shared/actor.js';
 import { createAdmin } from './identity/bootstrap.js';
 import { createIdentity, listIdentities, requireIdentityId, setAutonomyTier, type CreateIdentityInput } from './identity/identities.js';
 import { mintToken } from './identity/tokens.js';
-import { AppError } from './http/errors.js';
+import { AppError } from './shared/errors.js';
 import { DataDirLockedError } from './store/data-dir-lock.js';
 import type { Db } from './store/db.js';
 

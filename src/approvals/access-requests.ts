@@ -8,9 +8,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import { credentialOf, type Actor as Caller } from '../identity/actor.js';
-import { parseIdentityId } from '../identity/ids.js';
-import { AppError, invalid, notFound } from '../http/errors.js';
+import { credentialOf, type Actor as Caller } from '../shared/actor.js';
+import { parseIdentityId } from '../shared/ids.js';
+import { AppError, invalid, notFound } from '../shared/errors.js';
 import { matchingRule } from '../gateway/metering/budget-rules.js';
 import { listBudgetRules, replaceBudgetRuleIn } from '../gateway/rules/budget-store.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';

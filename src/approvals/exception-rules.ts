@@ -1,9 +1,9 @@
 /** Exception rules: reusable rules a request for an exception to a policy is granted against (API.md "Exception rules"). */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import type { Actor } from '../identity/actor.js';
-import { parseIdentityId } from '../identity/ids.js';
-import { invalid, notFound } from '../http/errors.js';
+import type { Actor } from '../shared/actor.js';
+import { parseIdentityId } from '../shared/ids.js';
+import { invalid, notFound } from '../shared/errors.js';
 import type { Db, Queryable } from '../store/db.js';
 
 export interface ExceptionRule {

@@ -6,8 +6,8 @@
  * also start at their identity's creation (see `ownSince` in access-requests.ts).
  */
 import { recordAudit } from '../audit/audit.js';
-import type { Actor } from '../identity/actor.js';
-import { actorId } from '../identity/actor.js';
+import type { Actor } from '../shared/actor.js';
+import { actorId } from '../shared/actor.js';
 import { Channels, notify, type Queryable } from '../store/db.js';
 
 export interface EndedHoldings {

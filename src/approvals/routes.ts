@@ -1,10 +1,10 @@
 /** Approval routes (API.md "Approvals"): requests, decisions, votes, grants, exception rules, notifications. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
-import { actorOf, developerOf } from '../http/auth.js';
-import { invalid, notFound } from '../http/errors.js';
-import { AUTH_ERRORS, Nullable, responses } from '../http/schemas.js';
+import { ADMIN, ANY_DEVELOPER, READERS } from '../shared/access.js';
+import { actorOf, developerOf } from '../identity/auth.js';
+import { invalid, notFound } from '../shared/errors.js';
+import { AUTH_ERRORS, Nullable, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { decide, getGrant, getRequest, listGrants, listRequests, revokeGrant, submitRequest, type ApproveOptions, type SubmitInput } from './access-requests.js';
 import { createExceptionRule, deleteExceptionRule, getExceptionRule, listExceptionRules, replaceExceptionRule, type ExceptionRuleInput } from './exception-rules.js';

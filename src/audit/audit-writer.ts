@@ -15,7 +15,7 @@
  * that interval of a decision may lose that decision with the call it was about to forward. While the store is
  * failing, queued events wait in memory (and intake slows once the queue is full) until it answers again.
  */
-import { actorId } from '../identity/actor.js';
+import { actorId } from '../shared/actor.js';
 import type { Queryable } from '../store/db.js';
 import type { AuditInput } from './audit.js';
 

@@ -4,7 +4,7 @@
  * callers pass ids and prefixes, never token values.
  */
 import type { Queryable } from '../store/db.js';
-import { actorId, type Actor } from '../identity/actor.js';
+import { actorId, type Actor } from '../shared/actor.js';
 import { CALL_END_ACTIONS, isCallDecision } from './call-events.js';
 
 export type AuditType = 'llm' | 'mcp' | 'egress' | 'control';

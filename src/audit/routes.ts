@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { READERS } from '../http/access.js';
-import { invalid } from '../http/errors.js';
-import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import { READERS } from '../shared/access.js';
+import { invalid } from '../shared/errors.js';
+import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { decodeCursor, listAuditEvents } from './audit.js';
 

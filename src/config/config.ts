@@ -6,8 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../gateway/egress/denied-networks.js';
-import { MIN_OWN_SECRET_LENGTH } from '../held-calls/redact.js';
+import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../shared/networks.js';
 
 const Origin = Type.String({ pattern: '^https?://[^/?#\\s]+/?$', description: 'an origin such as https://api.openai.com' });
 const ProviderConfig = Type.Object(
@@ -359,11 +358,18 @@ function urlPasswords(url: string | undefined): string[] {
 }
 
 /**
+ * The shortest value that counts as a secret of Reins' own (`ownSecrets`; held-calls/redact.ts skips shorter ones):
+ * a shorter configured value (a region, `true`, a port) would redact ordinary words of a prompt, and is no
+ * credential anyway (the bootstrap admin secret and webhook secrets must have 16 characters).
+ */
+export const MIN_OWN_SECRET_LENGTH = 8;
+
+/**
  * The secret values this configuration holds, for redaction from what Reins shows (held prompts' excerpts): the
  * bootstrap admin secret, the providers' API keys, every MCP server header value (and its credential after a
  * scheme word, `Bearer <token>`), the approval webhook's signing secret, and the passwords in DATABASE_URL and
- * the configured URLs (providers, MCP servers, webhook, sensor metrics targets). Only values of at least MIN_OWN_SECRET_LENGTH characters (held-calls/redact.ts): a
- * shorter value is no credential and would redact ordinary words.
+ * the configured URLs (providers, MCP servers, webhook, sensor metrics targets). Only values of at least
+ * MIN_OWN_SECRET_LENGTH characters: a shorter value is no credential and would redact ordinary words.
  */
 export function ownSecrets(config: Config): string[] {
   const values: (string | undefined)[] = [config.bootstrapAdminToken];

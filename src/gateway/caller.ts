@@ -13,8 +13,8 @@
  * per identity, spend per session is grouped per identity). Policies see the value the tool sent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Actor } from '../identity/actor.js';
-import { parseIdentityId } from '../identity/ids.js';
+import type { Actor } from '../shared/actor.js';
+import { parseIdentityId } from '../shared/ids.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { AgentSection, AutonomyTier, DeveloperRole, DeveloperSection, SessionSection } from '../policy/policy-object.js';
 import type { CredentialCache, GatewayCredential } from './credential-cache.js';

@@ -6,7 +6,7 @@
  * are re-read after `ttlMs` as a last safety net.
  */
 import { Channels, type Db } from '../store/db.js';
-import type { Role } from '../identity/actor.js';
+import type { Role } from '../shared/actor.js';
 import type { IdentityKind } from '../identity/identities.js';
 import { hashSecret, type TokenKind } from '../identity/tokens.js';
 

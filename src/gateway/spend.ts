@@ -9,10 +9,10 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ANY_DEVELOPER } from '../http/access.js';
-import { developerOf } from '../http/auth.js';
-import { forbidden, invalid } from '../http/errors.js';
-import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import { ANY_DEVELOPER } from '../shared/access.js';
+import { developerOf } from '../identity/auth.js';
+import { forbidden, invalid } from '../shared/errors.js';
+import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db, Queryable } from '../store/db.js';
 
 export type SpendGrouping = 'identity' | 'session' | 'day';

@@ -12,6 +12,8 @@
 // A candidate the regex finds may be rejected by a predicate (does it look random?);
 // the predicate runs once per non-overlapping candidate, so it stays linear too.
 
+import { MIN_OWN_SECRET_LENGTH } from '../config/config.js';
+
 const marker = (kind: string): string => `[REDACTED:${kind}]`;
 
 /** Start of a run of token characters (`A-Za-z0-9_-`), never inside one. */
@@ -230,13 +232,6 @@ function redactAwsSecretsNearKeyIds(text: string): string {
   }
   return out + text.slice(from);
 }
-
-/**
- * The shortest value that counts as a secret of Reins' own (config.ts `ownSecrets`): a shorter configured value
- * (a region, `true`, a port) would redact ordinary words of a prompt, and is no credential anyway (the bootstrap
- * admin secret and webhook secrets must have 16 characters).
- */
-export const MIN_OWN_SECRET_LENGTH = 8;
 
 const OWN_SECRET_MARKER = marker('reins-secret');
 

@@ -15,8 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import { decideHeldCall, refusalStatus, SYSTEM_ACTOR, type HeldCallState } from '../approvals/decision-state.js';
 import { approverOf } from '../approvals/access-requests.js';
-import { credentialOf, type Actor } from '../identity/actor.js';
-import { AppError, notFound } from '../http/errors.js';
+import { credentialOf, type Actor } from '../shared/actor.js';
+import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { HumanReviewCache } from './settings.js';
 

@@ -1,9 +1,9 @@
 /** Held-call and Human Review settings routes (API.md "Held calls", "Settings"). */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
-import { actorOf } from '../http/auth.js';
-import { AUTH_ERRORS, Nullable, responses } from '../http/schemas.js';
+import { ADMIN, ANY_DEVELOPER, READERS } from '../shared/access.js';
+import { actorOf } from '../identity/auth.js';
+import { AUTH_ERRORS, Nullable, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { getHeldCall, listHeldCalls, type HeldCallRegistry } from './registry.js';
 import { writeHumanReview, type HumanReviewCache, type HumanReviewSettings } from './settings.js';

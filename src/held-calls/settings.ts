@@ -1,6 +1,6 @@
 /** Settings > General > Human Review: the approval windows and what a timeout does (API.md "Settings"). */
 import { recordAudit } from '../audit/audit.js';
-import type { Actor } from '../identity/actor.js';
+import type { Actor } from '../shared/actor.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import { Snapshot } from '../store/snapshot.js';
 

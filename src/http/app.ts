@@ -42,14 +42,14 @@ import { registerPolicyRoutes } from '../policy/routes.js';
 import type { RuntimeGuard } from '../runtime-guard/runtime-guard.js';
 import { registerRuntimeGuardRoutes } from '../runtime-guard/routes.js';
 import type { Db } from '../store/db.js';
-import { registerAuth, TokenUseRecorder } from './auth.js';
+import { registerAuth, TokenUseRecorder } from '../identity/auth.js';
 import { registerConsole } from './console.js';
-import { CredentialThrottle } from './credential-throttle.js';
-import { registerErrorHandling } from './error-handler.js';
+import { CredentialThrottle } from '../identity/credential-throttle.js';
+import { registerErrorHandling } from '../shared/error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
-import { MAX_JSON_DEPTH } from './json-depth.js';
-import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from './request-text.js';
-import { ErrorBody } from './schemas.js';
+import { MAX_JSON_DEPTH } from '../shared/json-depth.js';
+import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from '../shared/request-text.js';
+import { ErrorBody } from '../shared/schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
 
 export interface AppDeps {

@@ -5,7 +5,7 @@
  */
 import { recordAudit } from '../audit/audit.js';
 import type { Db } from '../store/db.js';
-import type { Actor } from './actor.js';
+import type { Actor } from '../shared/actor.js';
 import { hashSecret, mintIn } from './tokens.js';
 
 const BOOTSTRAP_LOCK = 72_657_302;

@@ -3,10 +3,10 @@
  * each change is one transaction holding its audit event and its NOTIFY.
  */
 import { recordAudit } from '../audit/audit.js';
-import { AppError, conflict, notFound } from '../http/errors.js';
+import { AppError, conflict, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
-import type { Actor, Role } from './actor.js';
-import { IDENTITY_ID_RULE, parseIdentityId } from './ids.js';
+import type { Actor, Role } from '../shared/actor.js';
+import { IDENTITY_ID_RULE, parseIdentityId } from '../shared/ids.js';
 import { ownersOf, parseOwners, writeOwners } from './owners.js';
 import { isTier, resolveTier, type Tier } from './tiers.js';
 

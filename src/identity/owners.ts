@@ -5,11 +5,11 @@
  * every developer identity in that namespace). Checked on the request path from the tier cache, never the store.
  */
 import { recordAudit } from '../audit/audit.js';
-import { AppError, notFound } from '../http/errors.js';
+import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
-import type { Actor } from './actor.js';
+import type { Actor } from '../shared/actor.js';
 import type { Changed, IdentityChange, IdentityKind } from './identities.js';
-import { parseIdentityId } from './ids.js';
+import { parseIdentityId } from '../shared/ids.js';
 import type { Tier } from './tiers.js';
 
 /**

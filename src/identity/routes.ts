@@ -1,13 +1,13 @@
 /** Identity, tier, token and console-session routes (API.md "Identities and credentials"). */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, ANY_DEVELOPER, READERS } from '../http/access.js';
-import { actorOf, developerOf, rateLimited } from '../http/auth.js';
-import type { CredentialThrottle } from '../http/credential-throttle.js';
-import { AppError, forbidden, invalid } from '../http/errors.js';
-import { AUTH_ERRORS, IdentityIdQuery, responses } from '../http/schemas.js';
+import { ADMIN, ANY_DEVELOPER, READERS } from '../shared/access.js';
+import { actorOf, developerOf, rateLimited } from './auth.js';
+import type { CredentialThrottle } from './credential-throttle.js';
+import { AppError, forbidden, invalid } from '../shared/errors.js';
+import { AUTH_ERRORS, IdentityIdQuery, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
-import { ROLES } from './actor.js';
+import { ROLES } from '../shared/actor.js';
 import {
   createIdentity,
   deleteIdentity,

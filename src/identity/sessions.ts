@@ -6,9 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../shared/errors.js';
 import type { Db, Queryable } from '../store/db.js';
-import type { Actor, Role } from './actor.js';
+import type { Actor, Role } from '../shared/actor.js';
 import { authenticateSecret, hashSecret } from './tokens.js';
 
 export const SESSION_COOKIE = 'reins_session';

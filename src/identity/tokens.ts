@@ -6,9 +6,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import { AppError, forbidden, invalid, notFound } from '../http/errors.js';
+import { AppError, forbidden, invalid, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
-import type { Actor, Role } from './actor.js';
+import type { Actor, Role } from '../shared/actor.js';
 import type { IdentityKind } from './identities.js';
 
 export type TokenKind = 'personal' | 'agent' | 'sensor';

@@ -1,10 +1,10 @@
 /** Policy routes (API.md "Policies"): CRUD over the policy set and the dry run. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, READERS } from '../http/access.js';
-import { actorOf } from '../http/auth.js';
-import { AppError, invalid } from '../http/errors.js';
-import { AUTH_ERRORS, responses } from '../http/schemas.js';
+import { ADMIN, READERS } from '../shared/access.js';
+import { actorOf } from '../identity/auth.js';
+import { AppError, invalid } from '../shared/errors.js';
+import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { compilePolicy, POLICY_KINDS, type CompiledPolicy, type Policy, type PolicyInput } from './compile-policy.js';
 import { dryRunEvaluate } from './dry-run.js';

@@ -3,8 +3,8 @@
  * row, its audit event and the NOTIFY that makes every replica reload and recompile the set.
  */
 import { recordAudit } from '../audit/audit.js';
-import type { Actor } from '../identity/actor.js';
-import { AppError, notFound } from '../http/errors.js';
+import type { Actor } from '../shared/actor.js';
+import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import { BUILT_IN_POLICIES } from './built-in-policies.js';
 import type { Policy, PolicyKind } from './compile-policy.js';

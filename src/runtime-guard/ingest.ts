@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { Type, type Static } from 'typebox';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../shared/errors.js';
 import type { Queryable } from '../store/db.js';
 import type { NodeStatusReport } from './node-status.js';
 

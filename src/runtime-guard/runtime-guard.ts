@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/config.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../shared/errors.js';
 import type { Db } from '../store/db.js';
 import { buildFactsIndex, classifierFor } from './classify.js';
 import type { CapabilityState, ClusterEnvironment, RbacGap, RuntimeCluster } from './cluster.js';

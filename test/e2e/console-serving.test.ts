@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerConsole } from '../../src/http/console.js';
-import { registerErrorHandling } from '../../src/http/error-handler.js';
+import { registerErrorHandling } from '../../src/shared/error-handler.js';
 
 async function appServing(dir: string): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });

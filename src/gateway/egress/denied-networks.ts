@@ -6,8 +6,8 @@
  * lookup that a rebinding DNS server could answer differently), and an address literal before connecting.
  *
  * Two rules:
- * - `egress.deniedNetworks`. Default (the key absent): loopback, the unspecified addresses, link-local (where
- *   every major cloud's metadata service lives), the private ranges (RFC 1918, unique local IPv6) and the shared
+ * - `egress.deniedNetworks`. Default (the key absent; `DEFAULT_DENIED_NETWORKS`, shared/networks.ts): loopback,
+ *   the unspecified addresses, link-local (where every major cloud's metadata service lives), the private ranges (RFC 1918, unique local IPv6) and the shared
  *   address space 100.64.0.0/10 (carrier NAT; Alibaba's metadata 100.100.100.200), as Stripe's Smokescreen does.
  *   A configured list replaces the default; `[]` turns this rule off.
  * - Reins' own ports, always: the proxy never connects to Reins' own listening ports (the HTTP port: control plane
@@ -22,20 +22,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions, type LookupOneOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-
-export const DEFAULT_DENIED_NETWORKS: readonly string[] = [
-  '127.0.0.0/8', // loopback: this host's own services (databases, caches, Reins itself)
-  '::1/128',
-  '0.0.0.0/8', // unspecified: connecting to it reaches this host
-  '::/128',
-  '169.254.0.0/16', // link-local: AWS, GCP and Azure metadata (169.254.169.254), ECS task metadata, host-local services
-  'fe80::/10',
-  '10.0.0.0/8', // RFC 1918 private ranges: the cluster, the VPC, the office network
-  '172.16.0.0/12',
-  '192.168.0.0/16',
-  '100.64.0.0/10', // shared address space (RFC 6598): carrier NAT, Alibaba's metadata 100.100.100.200
-  'fc00::/7', // unique local IPv6: private IPv6 networks, AWS's IPv6 metadata fd00:ec2::254
-];
+import { parseNetwork } from '../../shared/networks.js';
 
 /** Bounds the memo of checked addresses; it starts over when full. */
 const SEEN_ENTRIES = 4096;
@@ -43,18 +30,6 @@ const SEEN_ENTRIES = 4096;
 interface Network {
   text: string;
   list: BlockList;
-}
-
-/** `10.0.0.0/8`, `fd00::/8`, or one address (a /32 or /128). Null with the reason when it is neither. */
-export function parseNetwork(text: string): { network: string; prefix: number; family: 'ipv4' | 'ipv6' } | { error: string } {
-  const slash = text.indexOf('/');
-  const address = slash < 0 ? text : text.slice(0, slash);
-  const version = isIP(address);
-  if (version === 0) return { error: `"${text}" is not an IP network: write an address or address/prefix, e.g. 10.0.0.0/8 or fd00::/8` };
-  const max = version === 4 ? 32 : 128;
-  const prefixText = slash < 0 ? String(max) : text.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > max) return { error: `"${text}": the prefix length must be a whole number from 0 to ${max}` };
-  return { network: address, prefix: Number(prefixText), family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
 /** What the network of an own-port refusal is called, in the audit event and the client's sentence. */

@@ -5,7 +5,7 @@
  * repeated fields (several Set-Cookie) intact.
  */
 import type { IncomingMessage } from 'node:http';
-import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
+import { HOP_BY_HOP_HEADERS } from '../../shared/hop-by-hop.js';
 
 const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
 

@@ -4,7 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FailedAuthGate } from '../../http/credential-throttle.js';
+import type { FailedAuthGate } from '../../shared/failed-auth.js';
 import type { DeniedNetworks } from './denied-networks.js';
 
 /** What `authenticate` is given: the Reins token the client sent in `Proxy-Authorization`, and all its headers. */

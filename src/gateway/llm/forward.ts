@@ -4,7 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
-import { HOP_BY_HOP_HEADERS } from '../hop-by-hop.js';
+import { HOP_BY_HOP_HEADERS } from '../../shared/hop-by-hop.js';
 
 /** RFC 9110 hop-by-hop headers plus those the gateway sets itself. */
 const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length']);

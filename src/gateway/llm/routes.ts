@@ -12,9 +12,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Access } from '../../http/access.js';
-import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
-import { readBody } from '../read-body.js';
+import type { Access } from '../../shared/access.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
+import { readBody } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';

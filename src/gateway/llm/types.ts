@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Config } from '../../config/config.js';
-import type { FailedAuthGate } from '../../http/credential-throttle.js';
+import type { FailedAuthGate } from '../../shared/failed-auth.js';
 
 export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
 

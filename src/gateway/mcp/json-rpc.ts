@@ -2,7 +2,7 @@
  * JSON-RPC 2.0 as MCP uses it: reading what a client posts (one message or a batch) strictly enough to
  * govern it, and the few answers the gateway writes itself.
  */
-import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import type { JsonRpcId } from './types.js';
 
 export const PARSE_ERROR = -32700;

@@ -33,7 +33,7 @@ import {
 import { HELD_KEEP_ALIVE_MS, HeldStream } from './held-stream.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
 import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
-import { readBody } from '../read-body.js';
+import { readBody } from '../../shared/read-body.js';
 
 export type * from './types.js';
 export { DEFAULT_ANNOTATIONS, resolveAnnotations } from './annotations.js';

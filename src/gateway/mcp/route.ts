@@ -1,6 +1,6 @@
 /** `/mcp/{server}` in the Fastify app: for the OpenAPI description and `app.inject`; sockets reach the proxy directly. */
 import type { FastifyInstance } from 'fastify';
-import type { Access } from '../../http/access.js';
+import type { Access } from '../../shared/access.js';
 import type { McpGateway } from './proxy.js';
 
 const ACCESS: Access = 'gateway';

@@ -4,7 +4,7 @@
  * storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FailedAuthGate } from '../../http/credential-throttle.js';
+import type { FailedAuthGate } from '../../shared/failed-auth.js';
 
 /** An upstream MCP server as configured (`mcpServers` in the config file); served at `/mcp/{name}`. */
 export interface McpServerConfig {

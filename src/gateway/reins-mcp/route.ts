@@ -1,6 +1,6 @@
 /** `/mcp/reins` in the Fastify app: for the OpenAPI description and `app.inject`; sockets reach the server directly. */
 import type { FastifyInstance } from 'fastify';
-import type { Access } from '../../http/access.js';
+import type { Access } from '../../shared/access.js';
 import type { ReinsMcpServer } from './server.js';
 
 export const REINS_MCP_PATH = '/mcp/reins';

@@ -11,10 +11,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { bearerSecret } from '../../http/auth.js';
-import type { FailedAuthGate } from '../../http/credential-throttle.js';
-import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../http/json-depth.js';
-import { readBody } from '../read-body.js';
+import { bearerSecret } from '../../shared/bearer.js';
+import type { FailedAuthGate } from '../../shared/failed-auth.js';
+import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
+import { readBody } from '../../shared/read-body.js';
 import type { GovernedCaller } from '../caller.js';
 
 /** What the approvals workflow offers the built-in server; absent until that workflow is enabled. */

@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../../audit/audit.js';
-import type { Actor } from '../../identity/actor.js';
-import { notFound } from '../../http/errors.js';
+import type { Actor } from '../../shared/actor.js';
+import { notFound } from '../../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../../store/db.js';
 
 export interface ModelAccessRule {

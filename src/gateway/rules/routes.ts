@@ -5,10 +5,10 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, READERS } from '../../http/access.js';
-import { actorOf } from '../../http/auth.js';
-import { invalid } from '../../http/errors.js';
-import { AUTH_ERRORS, responses } from '../../http/schemas.js';
+import { ADMIN, READERS } from '../../shared/access.js';
+import { actorOf } from '../../identity/auth.js';
+import { invalid } from '../../shared/errors.js';
+import { AUTH_ERRORS, responses } from '../../shared/schemas.js';
 import type { Db } from '../../store/db.js';
 import {
   budgetUsage,

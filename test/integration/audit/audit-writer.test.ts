@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AuditWriter } from '../../../src/audit/audit-writer.js';
-import type { Actor } from '../../../src/identity/actor.js';
+import type { Actor } from '../../../src/shared/actor.js';
 import type { Db, Queryable, QueryResult } from '../../../src/store/db.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';

@@ -14,7 +14,7 @@ import { inspect } from 'node:util';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
-import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 
 /** A configured list that leaves loopback open (the tests' origins live there), as an admin may choose. */
 const METADATA_ONLY = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32'];

@@ -11,7 +11,7 @@ import { networkInterfaces } from 'node:os';
 import { ProxyAgent, fetch } from 'undici';
 import type { Replica } from '../../../src/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
-import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 
 function listen(server: http.Server): Promise<number> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { MAX_JSON_DEPTH } from '../../../src/http/json-depth.js';
+import { MAX_JSON_DEPTH } from '../../../src/shared/json-depth.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 import { llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 import { agentWithKey, describeEachStore, developerWithToken, enc, waitFor, type Answer } from '../../helpers/harness.js';

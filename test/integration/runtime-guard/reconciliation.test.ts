@@ -10,7 +10,7 @@ import type { Replica } from '../../../src/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';
-import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 
 const AGENT = 'eng/Deployment/agent';
 

@@ -13,7 +13,7 @@ import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer } from './helpers.js';
 import { FAST, seedCluster } from './kube-helpers.js';
-import { DEFAULT_DENIED_NETWORKS } from '../../../src/gateway/egress/denied-networks.js';
+import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 
 const OPENAI = '162.159.140.245';
 

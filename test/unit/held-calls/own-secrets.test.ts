@@ -1,8 +1,8 @@
 /** Reins' own secret values: which the configuration yields, and their exact-text redaction. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadConfig, ownSecrets } from '../../../src/config/config.js';
-import { MIN_OWN_SECRET_LENGTH, promptExcerpt, redactCredentials, redactOwnSecrets } from '../../../src/held-calls/redact.js';
+import { loadConfig, MIN_OWN_SECRET_LENGTH, ownSecrets } from '../../../src/config/config.js';
+import { promptExcerpt, redactCredentials, redactOwnSecrets } from '../../../src/held-calls/redact.js';
 
 const yaml = `
 providers:

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
 import type { AuditInput } from '../../../src/audit/audit.js';
-import { clientAddress, CredentialThrottle, OTHER_ADDRESSES } from '../../../src/http/credential-throttle.js';
+import { clientAddress, CredentialThrottle, OTHER_ADDRESSES } from '../../../src/identity/credential-throttle.js';
 
 function setup(options: { limit?: number; windowSeconds?: number; maxAddresses?: number } = {}) {
   let now = 1_000_000;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MAX_JSON_DEPTH, nestedTooDeep } from '../../../src/http/json-depth.js';
+import { MAX_JSON_DEPTH, nestedTooDeep } from '../../../src/shared/json-depth.js';
 
 /** Nesting depth of a parsed JSON value, recursively (arrays and objects; scalars are 0). */
 function depthOf(v: unknown): number {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseIdentityId } from '../../../src/identity/ids.js';
+import { parseIdentityId } from '../../../src/shared/ids.js';
 import { resolveTier } from '../../../src/identity/tiers.js';
 
 test('identity ids are <namespace>/<name>', () => {

@@ -4,14 +4,13 @@ import { networkInterfaces } from 'node:os';
 import { describe, test } from 'node:test';
 import {
   AddressGuard,
-  DEFAULT_DENIED_NETWORKS,
   DeniedAddressError,
   DeniedNetworks,
   OWN_PORT_NETWORK,
   isOwnAddress,
   isUnspecified,
-  parseNetwork,
 } from '../../../../src/gateway/egress/denied-networks.js';
+import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../../../../src/shared/networks.js';
 import { parseConnectTarget } from '../../../../src/gateway/egress/target.js';
 
 /** The host the proxy checks for a CONNECT authority: every spelling goes through the URL host parser first. */

@@ -3,13 +3,14 @@
  * (`Authorization: Bearer`) or the console session cookie, never from the body.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Actor } from '../identity/actor.js';
-import { authenticateSession, CSRF_HEADER, SESSION_COOKIE } from '../identity/sessions.js';
-import { authenticateSecret } from '../identity/tokens.js';
+import type { Actor } from '../shared/actor.js';
+import { bearerSecret } from '../shared/bearer.js';
+import { authenticateSession, CSRF_HEADER, SESSION_COOKIE } from './sessions.js';
+import { authenticateSecret } from './tokens.js';
 import type { Db } from '../store/db.js';
-import type { Access } from './access.js';
+import type { Access } from '../shared/access.js';
 import type { CredentialThrottle } from './credential-throttle.js';
-import { AppError } from './errors.js';
+import { AppError } from '../shared/errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,13 +19,6 @@ declare module 'fastify' {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/** The bearer secret of an `Authorization` header, or null. */
-export function bearerSecret(header: string | undefined): string | null {
-  if (!header) return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m ? m[1]! : null;
-}
 
 /**
  * Records when a token was last used, at most once a minute per token and replica, off the request path:

@@ -8,7 +8,7 @@
  *   gateway                     the data plane: the gateway authenticates the caller in the client's own
  *                               protocol (Bearer or x-api-key, answered in the provider's error shape)
  */
-import type { Role } from '../identity/actor.js';
+import type { Role } from './actor.js';
 
 export type Access = 'public' | 'sensor' | 'gateway' | { roles: readonly Role[] };
 

@@ -18,18 +18,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { AuditInput } from '../audit/audit.js';
-import type { Actor } from '../identity/actor.js';
-
-/** Where a credential was refused. */
-export type AuthPlane = 'control' | 'sign-in' | 'llm' | 'mcp' | 'egress';
-
-/** What a gateway plane is given: the throttle seen from raw node:http requests. */
-export interface FailedAuthGate {
-  /** Seconds until this request's client may present a credential again; null when it may now. */
-  retryAfter(req: IncomingMessage): number | null;
-  /** A credential this request's client presented was refused. */
-  failed(req: IncomingMessage, plane: AuthPlane, reason: string): void;
-}
+import type { Actor } from '../shared/actor.js';
+import type { AuthPlane, FailedAuthGate } from '../shared/failed-auth.js';
 
 export interface CredentialThrottleOptions {
   /** Failures per address and window after which the address gets 429. */
