@@ -8,23 +8,22 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import { credentialOf, type Actor as Caller } from '../shared/actor.js';
+import { credentialOf, type Actor } from '../shared/actor.js';
 import { parseIdentityId } from '../shared/ids.js';
 import { AppError, invalid, notFound } from '../shared/errors.js';
 import { matchingRule } from '../gateway/metering/budget-rules.js';
 import { listBudgetRules, replaceBudgetRuleIn } from '../gateway/rules/budget-store.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import { deciderOf } from '../shared/decider.js';
+import { refusalStatus, type Refusal } from '../shared/refusal.js';
 import {
   decideGrant,
   decideRequest,
-  refusalStatus,
-  type Actor,
+  type AccessRequestType,
   type GrantState,
   type RequestAction,
   type RequestEffect,
   type RequestState,
-  type RequestType,
-  type Refusal,
 } from './decision-state.js';
 
 export const DEFAULT_GRANT_SECONDS = 24 * 3600;
@@ -39,7 +38,7 @@ export interface RequestDecisionView {
 
 export interface AccessRequest {
   id: string;
-  type: RequestType;
+  type: AccessRequestType;
   state: RequestState;
   requester: string;
   justification: string;
@@ -57,7 +56,7 @@ export interface AccessRequest {
 
 export interface Grant {
   id: string;
-  type: RequestType;
+  type: AccessRequestType;
   state: GrantState;
   developerId: string;
   policyName: string | null;
@@ -73,7 +72,7 @@ export interface Grant {
 }
 
 export interface SubmitInput {
-  type: RequestType;
+  type: AccessRequestType;
   justification: string;
   targetPolicy?: string;
   requestedModel?: string;
@@ -85,7 +84,7 @@ export interface SubmitInput {
 
 interface RequestRow {
   id: string;
-  type: RequestType;
+  type: AccessRequestType;
   state: RequestState;
   requester: string;
   justification: string;
@@ -105,7 +104,7 @@ interface RequestRow {
 
 interface GrantRow {
   id: string;
-  type: RequestType;
+  type: AccessRequestType;
   state: GrantState;
   developer_id: string;
   policy_name: string | null;
@@ -189,13 +188,6 @@ function toRequest(r: RequestRow, decisions: RequestDecisionView[]): AccessReque
   };
 }
 
-/** The decision core's view of a caller: the identity id and role from the credential or session. */
-export function approverOf(caller: Caller): Actor {
-  if (caller.kind === 'developer') return { id: caller.identityId, role: caller.role, issuedBy: caller.issuedBy ?? null };
-  if (caller.kind === 'system') return { id: `system:${caller.name}`, role: 'system' };
-  return { id: caller.kind === 'agent' ? caller.identityId : `sensor:${caller.name}`, role: 'developer' };
-}
-
 /**
  * An identity id can be deleted and created again; the new identity inherits nothing of the old one's. A request
  * or grant older than the identity now carrying its id belongs to the earlier one, so a developer's own view (and
@@ -203,22 +195,22 @@ export function approverOf(caller: Caller): Actor {
  */
 const SINCE_IDENTITY = (param: string) => `created_at >= (SELECT created_at FROM identities WHERE id = ${param})`;
 
-async function identityCreatedAt(q: Queryable, caller: Caller): Promise<number> {
+async function identityCreatedAt(q: Queryable, caller: Actor): Promise<number> {
   if (caller.kind !== 'developer') return Number.POSITIVE_INFINITY;
   const r = await q.query<{ created_at: Date }>('SELECT created_at FROM identities WHERE id = $1', [caller.identityId]);
   return r.rows[0]?.created_at.getTime() ?? Number.POSITIVE_INFINITY;
 }
 
 /** Whether a developer may read a request: their own, or one naming them as a co-signer, since their identity was created. */
-function involves(row: Pick<RequestRow, 'requester' | 'required_approvers' | 'created_at'>, caller: Caller, since: number): boolean {
+function involves(row: Pick<RequestRow, 'requester' | 'required_approvers' | 'created_at'>, caller: Actor, since: number): boolean {
   return caller.kind === 'developer' && row.created_at.getTime() >= since && (row.requester === caller.identityId || row.required_approvers.includes(caller.identityId));
 }
 
-function isAdminOrViewer(caller: Caller): boolean {
+function isAdminOrViewer(caller: Actor): boolean {
   return caller.kind === 'developer' && (caller.role === 'admin' || caller.role === 'viewer');
 }
 
-export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'developer' }>, input: SubmitInput): Promise<AccessRequest> {
+export async function submitRequest(db: Db, caller: Extract<Actor, { kind: 'developer' }>, input: SubmitInput): Promise<AccessRequest> {
   const justification = input.justification;
   if (justification.trim() === '') throw invalid('body.justification: say why you need it');
   if (input.type === 'exception' && !input.targetPolicy) throw invalid('body.targetPolicy: an exception request names the policy');
@@ -275,7 +267,7 @@ export async function submitRequest(db: Db, caller: Extract<Caller, { kind: 'dev
   });
 }
 
-function describe(r: { type: RequestType; targetPolicy: string | null; requestedModel: string | null; requestedAmountUsd: number | null }): string {
+function describe(r: { type: AccessRequestType; targetPolicy: string | null; requestedModel: string | null; requestedAmountUsd: number | null }): string {
   if (r.type === 'exception') return `an exception to policy ${r.targetPolicy}`;
   if (r.type === 'model_access') return `access to model ${r.requestedModel}`;
   return `a budget top-up of $${r.requestedAmountUsd}`;
@@ -283,11 +275,11 @@ function describe(r: { type: RequestType; targetPolicy: string | null; requested
 
 export interface RequestFilter {
   state?: RequestState;
-  type?: RequestType;
+  type?: AccessRequestType;
   requester?: string;
 }
 
-export async function listRequests(q: Queryable, caller: Caller, filter: RequestFilter): Promise<AccessRequest[]> {
+export async function listRequests(q: Queryable, caller: Actor, filter: RequestFilter): Promise<AccessRequest[]> {
   const where: string[] = [];
   const params: unknown[] = [];
   if (isAdminOrViewer(caller)) {
@@ -310,7 +302,7 @@ export async function listRequests(q: Queryable, caller: Caller, filter: Request
   return r.rows.map((row) => toRequest(row, decisions.get(row.id) ?? []));
 }
 
-export async function getRequest(q: Queryable, caller: Caller, id: string): Promise<AccessRequest> {
+export async function getRequest(q: Queryable, caller: Actor, id: string): Promise<AccessRequest> {
   const r = await q.query<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM access_requests WHERE id = $1`, [id]);
   const row = r.rows[0];
   // Someone else's request is reported as absent to a developer, so ids cannot be probed.
@@ -334,8 +326,8 @@ export interface DecisionOutcome {
 }
 
 /** Approve, deny or vote: one transaction under the request's row lock. */
-export async function decide(db: Db, caller: Caller, id: string, action: RequestAction, options: ApproveOptions = {}): Promise<DecisionOutcome> {
-  const approver = approverOf(caller);
+export async function decide(db: Db, caller: Actor, id: string, action: RequestAction, options: ApproveOptions = {}): Promise<DecisionOutcome> {
+  const approver = deciderOf(caller);
   for (const extra of options.additionalApprovers ?? []) {
     if (parseIdentityId(extra) === null) throw invalid(`body.additionalApprovers: "${extra}" is not an identity id`);
   }
@@ -402,7 +394,7 @@ export async function decide(db: Db, caller: Caller, id: string, action: Request
 
 async function applyEffect(
   tx: Queryable,
-  caller: Caller,
+  caller: Actor,
   row: RequestRow,
   effect: RequestEffect,
   ctx: { grantId: string | null; options: ApproveOptions; warnings: string[]; now: number; action: RequestAction },
@@ -458,7 +450,7 @@ async function applyEffect(
     }
     case 'revoke_grant':
       if (ctx.grantId) {
-        await tx.query(`UPDATE grants SET state = 'revoked', revoked_at = now(), revoked_by = $2 WHERE id = $1 AND state = 'active'`, [ctx.grantId, approverOf(caller).id]);
+        await tx.query(`UPDATE grants SET state = 'revoked', revoked_at = now(), revoked_by = $2 WHERE id = $1 AND state = 'active'`, [ctx.grantId, deciderOf(caller).id]);
         await notify(tx, Channels.gatewayRules, { kind: 'grant', id: ctx.grantId });
       }
       return ctx.grantId;
@@ -547,7 +539,7 @@ async function notifyAdmins(tx: Queryable, kind: string, message: string, refs: 
 // ---------------------------------------------------------------------------------------------------
 // Grants
 
-export async function listGrants(q: Queryable, caller: Caller, filter: { developerId?: string; policyName?: string; history: boolean }): Promise<Grant[]> {
+export async function listGrants(q: Queryable, caller: Actor, filter: { developerId?: string; policyName?: string; history: boolean }): Promise<Grant[]> {
   const where = [filter.history ? `(state <> 'active' OR expires_at <= now())` : `state = 'active' AND expires_at > now()`];
   const params: unknown[] = [];
   const developer = isAdminOrViewer(caller) ? filter.developerId : caller.kind === 'developer' ? caller.identityId : '';
@@ -558,7 +550,7 @@ export async function listGrants(q: Queryable, caller: Caller, filter: { develop
   return r.rows.map(toGrant);
 }
 
-export async function getGrant(q: Queryable, caller: Caller, id: string): Promise<Grant> {
+export async function getGrant(q: Queryable, caller: Actor, id: string): Promise<Grant> {
   const r = await q.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1`, [id]);
   const row = r.rows[0];
   const mine = row && caller.kind === 'developer' && row.developer_id === caller.identityId && row.created_at.getTime() >= (await identityCreatedAt(q, caller));
@@ -567,18 +559,18 @@ export async function getGrant(q: Queryable, caller: Caller, id: string): Promis
 }
 
 /** Revokes an active grant at once (admin); not active: 409. */
-export async function revokeGrant(db: Db, caller: Caller, id: string): Promise<Grant> {
+export async function revokeGrant(db: Db, caller: Actor, id: string): Promise<Grant> {
   const result = await db.transaction(async (tx): Promise<Settled<Grant>> => {
     const r = await tx.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1 FOR UPDATE`, [id]);
     const row = r.rows[0];
     if (!row) throw notFound(`no grant ${id}`);
     const now = Date.now();
-    const decision = decideGrant({ state: effectiveGrantState(row, now), expiresAt: row.expires_at.getTime() }, { kind: 'revoke' }, approverOf(caller), now);
+    const decision = decideGrant({ state: effectiveGrantState(row, now), expiresAt: row.expires_at.getTime() }, { kind: 'revoke' }, deciderOf(caller), now);
     if (!decision.ok) return { refused: decision };
-    await tx.query(`UPDATE grants SET state = 'revoked', revoked_at = now(), revoked_by = $2 WHERE id = $1 AND state = 'active'`, [id, approverOf(caller).id]);
+    await tx.query(`UPDATE grants SET state = 'revoked', revoked_at = now(), revoked_by = $2 WHERE id = $1 AND state = 'active'`, [id, deciderOf(caller).id]);
     for (const effect of decision.effects) {
-      if (effect.type === 'notify_requester') await addNotification(tx, row.developer_id, 'grant_revoked', `${approverOf(caller).id} revoked your grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
-      if (effect.type === 'notify_admins') await notifyAdmins(tx, 'grant_revoked', `${approverOf(caller).id} revoked ${row.developer_id}'s grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
+      if (effect.type === 'notify_requester') await addNotification(tx, row.developer_id, 'grant_revoked', `${deciderOf(caller).id} revoked your grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
+      if (effect.type === 'notify_admins') await notifyAdmins(tx, 'grant_revoked', `${deciderOf(caller).id} revoked ${row.developer_id}'s grant for ${describeGrant(row)}.`, { requestId: row.request_id, grantId: id });
       if (effect.type === 'audit') {
         await recordAudit(tx, { type: 'control', action: effect.action, actor: caller, subject: row.developer_id, data: { grantId: id, requestId: row.request_id, ...credentialOf(caller) } });
       }

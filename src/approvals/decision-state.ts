@@ -1,35 +1,13 @@
-// The decision state machine for access requests, their grants and held calls.
-// Pure: plain data in, a decision out as data. The edge reads the row, calls a
+// The decision state machine for access requests and their grants (held calls have their own:
+// held-calls/held-call-state.ts). Pure: plain data in, a decision out as data. The edge reads the row, calls a
 // decide* function, applies `nextState` with a conditional UPDATE guarded by `guard`,
 // and carries out `effects` only when that UPDATE matched (see README.md).
+import { actsAs, type Decider, type Vote } from '../shared/decider.js';
+import { isBlank, refuse, type AuditAction, type Refusal } from '../shared/refusal.js';
 
 export type RequestState = 'pending' | 'under_review' | 'approved' | 'denied';
 export type GrantState = 'active' | 'revoked' | 'expired';
-export type RequestType = 'exception' | 'model_access' | 'budget_topup';
-export type HeldCallState = 'pending' | 'released' | 'stopped' | 'timed_out';
-export type TimeoutOutcome = 'deny' | 'allow';
-export type Vote = 'approve' | 'deny';
-
-// 'system' is the time-driven actor (grant expiry, approval window elapsing); no person has it.
-export type Role = 'admin' | 'viewer' | 'developer' | 'system';
-
-/** Who acts, taken from the credential or signed-in session, never from a request body. */
-export interface Actor {
-  id: string;
-  role: Role;
-  /** Who minted the credential the actor decides with, when known. */
-  issuedBy?: string | null;
-}
-
-/**
- * Whether the actor decides as the requester: the requester herself, or anyone holding a token the requester
- * minted (an admin who mints a token for someone else and decides with it is still deciding her own request).
- */
-export function actsAs(actor: Actor, requester: string | null): boolean {
-  return requester !== null && (actor.id === requester || actor.issuedBy === requester);
-}
-
-export const SYSTEM_ACTOR: Actor = { id: 'system', role: 'system' };
+export type AccessRequestType = 'exception' | 'model_access' | 'budget_topup';
 
 export interface RecordedDecision {
   approver: string;
@@ -49,7 +27,7 @@ export interface AccessRequestSnapshot {
   grantState?: GrantState | null;
   /** Unix milliseconds; when known, `expire` is refused before it. */
   grantExpiresAt?: number | null;
-  type?: RequestType;
+  type?: AccessRequestType;
 }
 
 export type RequestAction =
@@ -70,56 +48,6 @@ export type GrantAction = { kind: 'revoke' } | { kind: 'expire' };
 export interface GrantSnapshot {
   state: GrantState | null;
   expiresAt?: number | null;
-}
-
-export interface HeldCallSnapshot {
-  state: HeldCallState;
-  /** Null for a call made with an agent key: no session, so no requester to compare. */
-  requester: string | null;
-  /** Unix milliseconds at which the approval window elapses, when known. */
-  expiresAt?: number | null;
-}
-
-export type HeldCallAction =
-  | { kind: 'approve' }
-  | { kind: 'deny'; note: string }
-  | { kind: 'time_out'; timeoutOutcome: TimeoutOutcome };
-
-export type RefusalCode =
-  | 'forbidden_role'
-  | 'self_approval'
-  | 'not_a_required_approver'
-  | 'vote_for_other'
-  | 'already_voted'
-  | 'final_state'
-  | 'not_under_review'
-  | 'already_under_review'
-  | 'grant_not_active'
-  | 'too_early'
-  | 'reason_required'
-  | 'note_required'
-  | 'raise_not_applicable'
-  | 'permanent_limit_required'
-  | 'requester_as_approver';
-
-export type AuditAction =
-  | 'access_request.approve'
-  | 'access_request.escalate'
-  | 'access_request.vote'
-  | 'access_request.deny'
-  | 'grant.revoke'
-  | 'grant.expire'
-  | 'held_call.approve'
-  | 'held_call.deny'
-  | 'held_call.time_out';
-
-/** Every refusal is written to the audit log as a refused `auditAction`. */
-export interface Refusal {
-  ok: false;
-  code: RefusalCode;
-  message: string;
-  audit: true;
-  auditAction: AuditAction;
 }
 
 export type NotificationKind =
@@ -147,13 +75,6 @@ export type GrantEffect = Extract<
   { type: 'revoke_grant' | 'notify_requester' | 'notify_admins' | 'audit' }
 >;
 
-export type HeldCallEffect =
-  | { type: 'record_decision'; approver: string; decision: Vote; note?: string; at: number }
-  | { type: 'release_calls'; cause: 'approved' | 'timed_out' }
-  | { type: 'stop_calls'; cause: 'denied' | 'timed_out'; note?: string }
-  | { type: 'relay_timeout_notice' }
-  | { type: 'audit'; action: AuditAction; timeoutOutcome?: TimeoutOutcome };
-
 /** What the decision was computed from; the edge's conditional UPDATE must match it. */
 export interface RequestGuard {
   requestState: RequestState;
@@ -175,49 +96,8 @@ export type GrantDecision =
   | { ok: true; nextState: GrantState | null; guard: { grantState: GrantState | null }; effects: GrantEffect[] }
   | Refusal;
 
-export type HeldCallDecision =
-  | {
-      ok: true;
-      nextState: HeldCallState;
-      timeoutOutcome: TimeoutOutcome | null;
-      guard: { state: HeldCallState };
-      effects: HeldCallEffect[];
-    }
-  | Refusal;
-
-const REFUSAL_STATUS: Record<RefusalCode, 400 | 403 | 409> = {
-  forbidden_role: 403,
-  self_approval: 403,
-  not_a_required_approver: 403,
-  vote_for_other: 403,
-  already_voted: 409,
-  final_state: 409,
-  not_under_review: 409,
-  already_under_review: 409,
-  grant_not_active: 409,
-  too_early: 409,
-  reason_required: 400,
-  note_required: 400,
-  raise_not_applicable: 400,
-  permanent_limit_required: 400,
-  requester_as_approver: 400,
-};
-
-/** HTTP status for a refusal code, for the edge's single error-to-status mapping. */
-export function refusalStatus(code: RefusalCode): 400 | 403 | 409 {
-  return REFUSAL_STATUS[code];
-}
-
-function refuse(code: RefusalCode, auditAction: AuditAction, message: string): Refusal {
-  return { ok: false, code, message, audit: true, auditAction };
-}
-
 function isFinal(state: RequestState): boolean {
   return state === 'approved' || state === 'denied';
-}
-
-function isBlank(text: string | undefined): boolean {
-  return text === undefined || text.trim() === '';
 }
 
 function unique(ids: readonly string[]): string[] {
@@ -241,7 +121,7 @@ export function pendingApprovers(requiredApprovers: readonly string[], decisions
 export function decideRequest(
   request: AccessRequestSnapshot,
   action: RequestAction,
-  actor: Actor,
+  actor: Decider,
   now: number,
 ): RequestDecision {
   const guard: RequestGuard = {
@@ -274,7 +154,7 @@ export function decideRequest(
 function approve(
   request: AccessRequestSnapshot,
   action: Extract<RequestAction, { kind: 'approve' }>,
-  actor: Actor,
+  actor: Decider,
   now: number,
   guard: RequestGuard,
 ): RequestDecision {
@@ -362,7 +242,7 @@ function approve(
 function deny(
   request: AccessRequestSnapshot,
   reason: string | undefined,
-  actor: Actor,
+  actor: Decider,
   now: number,
   guard: RequestGuard,
   auditAction: 'access_request.deny' | 'access_request.vote',
@@ -403,7 +283,7 @@ function deny(
 function vote(
   request: AccessRequestSnapshot,
   action: Extract<RequestAction, { kind: 'vote' }>,
-  actor: Actor,
+  actor: Decider,
   now: number,
   guard: RequestGuard,
 ): RequestDecision {
@@ -472,7 +352,7 @@ function vote(
 }
 
 /** Revoke (admin) or expire (system, once the expiry time is reached) a grant. */
-export function decideGrant(grant: GrantSnapshot, action: GrantAction, actor: Actor, now: number): GrantDecision {
+export function decideGrant(grant: GrantSnapshot, action: GrantAction, actor: Decider, now: number): GrantDecision {
   const guard = { grantState: grant.state };
   if (action.kind === 'revoke') {
     const auditAction = 'grant.revoke';
@@ -517,86 +397,6 @@ export function decideGrant(grant: GrantSnapshot, action: GrantAction, actor: Ac
     guard,
     effects: [
       { type: 'notify_requester', kind: 'grant_expired' },
-      { type: 'audit', action: auditAction },
-    ],
-  };
-}
-
-/** Decide on a held call: release (approve), stop (deny), or the approval window elapsing. */
-export function decideHeldCall(
-  heldCall: HeldCallSnapshot,
-  action: HeldCallAction,
-  actor: Actor,
-  now: number,
-): HeldCallDecision {
-  const guard = { state: heldCall.state };
-  const resolved = heldCall.state !== 'pending';
-
-  if (action.kind === 'time_out') {
-    const auditAction = 'held_call.time_out';
-    if (actor.role !== 'system') {
-      return refuse('forbidden_role', auditAction, 'A held call times out on its own; release or deny it instead.');
-    }
-    if (resolved) {
-      return { ok: true, nextState: heldCall.state, timeoutOutcome: null, guard, effects: [] };
-    }
-    if (heldCall.expiresAt !== undefined && heldCall.expiresAt !== null && now < heldCall.expiresAt) {
-      return refuse('too_early', auditAction, 'The approval window of this held call has not elapsed.');
-    }
-    const outcome = action.timeoutOutcome;
-    return {
-      ok: true,
-      nextState: 'timed_out',
-      timeoutOutcome: outcome,
-      guard,
-      effects: [
-        outcome === 'allow'
-          ? { type: 'release_calls', cause: 'timed_out' }
-          : { type: 'stop_calls', cause: 'timed_out' },
-        { type: 'relay_timeout_notice' },
-        // A let-through call is audited like any other; the outcome makes it findable.
-        { type: 'audit', action: auditAction, timeoutOutcome: outcome },
-      ],
-    };
-  }
-
-  const auditAction = action.kind === 'approve' ? 'held_call.approve' : 'held_call.deny';
-  const verb = action.kind === 'approve' ? 'Releasing' : 'Denying';
-  if (actor.role !== 'admin') {
-    return refuse('forbidden_role', auditAction, `${verb} a held call needs the admin role.`);
-  }
-  // A call made with a bare agent key has no requester, so there is nobody to compare and it proceeds.
-  if (action.kind === 'approve' && actsAs(actor, heldCall.requester)) {
-    return refuse('self_approval', auditAction, 'You cannot release your own held call; another admin must decide it.');
-  }
-  if (action.kind === 'deny' && isBlank(action.note)) {
-    return refuse('note_required', auditAction, 'Denying a held call needs a note; the developer sees it verbatim.');
-  }
-  if (resolved) {
-    return refuse('final_state', auditAction, `This held call is already ${heldCall.state.replace('_', ' ')}.`);
-  }
-  if (action.kind === 'approve') {
-    return {
-      ok: true,
-      nextState: 'released',
-      timeoutOutcome: null,
-      guard,
-      // Release is silent to the developer: the call completes as if allowed, and only the audit log shows it.
-      effects: [
-        { type: 'record_decision', approver: actor.id, decision: 'approve', at: now },
-        { type: 'release_calls', cause: 'approved' },
-        { type: 'audit', action: auditAction },
-      ],
-    };
-  }
-  return {
-    ok: true,
-    nextState: 'stopped',
-    timeoutOutcome: null,
-    guard,
-    effects: [
-      { type: 'record_decision', approver: actor.id, decision: 'deny', note: action.note, at: now },
-      { type: 'stop_calls', cause: 'denied', note: action.note },
       { type: 'audit', action: auditAction },
     ],
   };

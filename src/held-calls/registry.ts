@@ -13,8 +13,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
-import { decideHeldCall, refusalStatus, SYSTEM_ACTOR, type HeldCallState } from '../approvals/decision-state.js';
-import { approverOf } from '../approvals/access-requests.js';
+import { deciderOf, SYSTEM_DECIDER } from '../shared/decider.js';
+import { refusalStatus } from '../shared/refusal.js';
+import { decideHeldCall, type HeldCallState } from './held-call-state.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
 import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
@@ -333,7 +334,7 @@ export class HeldCallRegistry {
       const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
       const row = r.rows[0];
       if (!row) return;
-      const d = decideHeldCall({ state: row.state, requester: row.requester, expiresAt: row.expires_at.getTime() }, { kind: 'time_out', timeoutOutcome: outcome }, SYSTEM_ACTOR, Date.now());
+      const d = decideHeldCall({ state: row.state, requester: row.requester, expiresAt: row.expires_at.getTime() }, { kind: 'time_out', timeoutOutcome: outcome }, SYSTEM_DECIDER, Date.now());
       if (!d.ok || d.effects.length === 0) return;
       await tx.query(`UPDATE held_calls SET state = 'timed_out', timeout_outcome = $2, decided_by = 'system:timeout', decided_at = now() WHERE id = $1 AND state = 'pending'`, [id, outcome]);
       await recordAudit(tx, {
@@ -350,7 +351,7 @@ export class HeldCallRegistry {
 
   /** An admin's decision (approve / deny with a note), from any replica. */
   async decide(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
-    const approver = approverOf(caller);
+    const approver = deciderOf(caller);
     const result = await this.db.transaction(async (tx): Promise<{ refused: { code: Parameters<typeof refusalStatus>[0]; message: string; auditAction: string } } | { entry: HeldCall }> => {
       const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
       const row = r.rows[0];

@@ -18,7 +18,7 @@ export type DeveloperActor = Extract<Actor, { kind: 'developer' }>;
  * `issuedBy` is who minted the credential behind a developer actor (the token's `created_by`: an identity id,
  * or `system:<name>` for the bootstrap token and the CLI). A decision made with a token the requester issued
  * counts as the requester's own: an admin cannot mint a token for someone else and approve her own request
- * with it (see approvals/decision-state.ts, `actsAs`).
+ * with it (see shared/decider.ts, `actsAs`).
  */
 
 /** The id recorded in the audit log for this actor. */

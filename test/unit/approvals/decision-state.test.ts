@@ -3,30 +3,27 @@ import assert from 'node:assert/strict';
 import {
   decideRequest,
   decideGrant,
-  decideHeldCall,
-  refusalStatus,
-  SYSTEM_ACTOR,
   type AccessRequestSnapshot,
-  type Actor,
-  type HeldCallSnapshot,
   type RequestAction,
   type RequestDecision,
   type RequestEffect,
-  type RefusalCode,
   type RequestState,
   type GrantState,
 } from '../../../src/approvals/decision-state.js';
+import { decideHeldCall, type HeldCallSnapshot } from '../../../src/held-calls/held-call-state.js';
+import { SYSTEM_DECIDER, type Decider } from '../../../src/shared/decider.js';
+import { refusalStatus, type RefusalCode } from '../../../src/shared/refusal.js';
 
 const NOW = 1_763_700_000_000;
 
-const ada: Actor = { id: 'eng/ada', role: 'admin' };
-const bob: Actor = { id: 'eng/bob', role: 'admin' };
-const dev: Actor = { id: 'eng/dev', role: 'developer' }; // the requester in most rows
-const devAdmin: Actor = { id: 'eng/dev', role: 'admin' }; // the same requester, holding the admin role
-const carl: Actor = { id: 'eng/carl', role: 'developer' }; // named co-signer
-const vera: Actor = { id: 'eng/vera', role: 'viewer' }; // named co-signer who is a viewer
-const olga: Actor = { id: 'eng/olga', role: 'developer' }; // not listed anywhere
-const viewer: Actor = { id: 'eng/viv', role: 'viewer' };
+const ada: Decider = { id: 'eng/ada', role: 'admin' };
+const bob: Decider = { id: 'eng/bob', role: 'admin' };
+const dev: Decider = { id: 'eng/dev', role: 'developer' }; // the requester in most rows
+const devAdmin: Decider = { id: 'eng/dev', role: 'admin' }; // the same requester, holding the admin role
+const carl: Decider = { id: 'eng/carl', role: 'developer' }; // named co-signer
+const vera: Decider = { id: 'eng/vera', role: 'viewer' }; // named co-signer who is a viewer
+const olga: Decider = { id: 'eng/olga', role: 'developer' }; // not listed anywhere
+const viewer: Decider = { id: 'eng/viv', role: 'viewer' };
 
 function request(over: Partial<AccessRequestSnapshot> = {}): AccessRequestSnapshot {
   return { state: 'pending', requester: dev.id, requiredApprovers: [], decisions: [], grantState: null, ...over };
@@ -69,7 +66,7 @@ describe('request and grant lifecycle table', () => {
     rule: string;
     request: AccessRequestSnapshot;
     action: RequestAction;
-    actor: Actor;
+    actor: Decider;
     next: RequestState;
     grant: GrantState | null;
     effects: string[];
@@ -194,7 +191,7 @@ describe('request and grant lifecycle table', () => {
       rule: 'grant active: expiry expires the grant with its own notification',
       request: request({ state: 'approved', grantState: 'active', grantExpiresAt: NOW }),
       action: { kind: 'expire' },
-      actor: SYSTEM_ACTOR,
+      actor: SYSTEM_DECIDER,
       next: 'approved',
       grant: 'expired',
       effects: ['notify_requester', 'audit'],
@@ -218,7 +215,7 @@ describe('request and grant lifecycle table', () => {
   });
 
   test('approved and denied are final: every further decision is a 409, no undo', () => {
-    const actions: Array<[RequestAction, Actor]> = [
+    const actions: Array<[RequestAction, Decider]> = [
       [{ kind: 'approve' }, ada],
       [{ kind: 'deny', reason: 'changed my mind' }, ada],
       [{ kind: 'vote', decision: 'approve' }, carl],
@@ -278,7 +275,7 @@ describe('request and grant lifecycle table', () => {
 describe('who may decide', () => {
   interface Row {
     who: string;
-    actor: Actor;
+    actor: Decider;
     request: AccessRequestSnapshot;
     action: RequestAction;
     outcome: RefusalCode | RequestState;
@@ -289,7 +286,7 @@ describe('who may decide', () => {
     { who: 'viewer cannot approve', actor: viewer, request: request(), action: { kind: 'approve' }, outcome: 'forbidden_role' },
     { who: 'developer cannot approve', actor: olga, request: request(), action: { kind: 'approve' }, outcome: 'forbidden_role' },
     { who: 'requester cannot approve', actor: devAdmin, request: request(), action: { kind: 'approve' }, outcome: 'self_approval' },
-    { who: 'the system cannot approve', actor: SYSTEM_ACTOR, request: request(), action: { kind: 'approve' }, outcome: 'forbidden_role' },
+    { who: 'the system cannot approve', actor: SYSTEM_DECIDER, request: request(), action: { kind: 'approve' }, outcome: 'forbidden_role' },
     { who: 'admin denies', actor: ada, request: request(), action: { kind: 'deny', reason: 'r' }, outcome: 'denied' },
     { who: 'requester with admin role denies', actor: devAdmin, request: request(), action: { kind: 'deny', reason: 'r' }, outcome: 'denied' },
     { who: 'requester without admin role cannot deny', actor: dev, request: request(), action: { kind: 'deny', reason: 'r' }, outcome: 'forbidden_role' },
@@ -303,7 +300,7 @@ describe('who may decide', () => {
     { who: 'non-listed developer cannot vote', actor: olga, request: cosigned, action: { kind: 'vote', decision: 'deny', reason: 'r' }, outcome: 'not_a_required_approver' },
     { who: 'non-listed viewer cannot vote', actor: viewer, request: cosigned, action: { kind: 'vote', decision: 'approve' }, outcome: 'not_a_required_approver' },
     { who: 'a vote for another approver is refused', actor: carl, request: cosigned, action: { kind: 'vote', decision: 'approve', approver: vera.id }, outcome: 'vote_for_other' },
-    { who: 'the system cannot vote', actor: SYSTEM_ACTOR, request: cosigned, action: { kind: 'vote', decision: 'approve' }, outcome: 'forbidden_role' },
+    { who: 'the system cannot vote', actor: SYSTEM_DECIDER, request: cosigned, action: { kind: 'vote', decision: 'approve' }, outcome: 'forbidden_role' },
     {
       who: 'a second vote by the same approver is refused',
       actor: carl,
@@ -362,7 +359,7 @@ describe('who may decide', () => {
 
 describe('grants', () => {
   test('revoke needs the admin role', () => {
-    for (const actor of [viewer, dev, carl, SYSTEM_ACTOR]) {
+    for (const actor of [viewer, dev, carl, SYSTEM_DECIDER]) {
       assertRefused(decideGrant({ state: 'active' }, { kind: 'revoke' }, actor, NOW), 'forbidden_role');
     }
   });
@@ -387,28 +384,28 @@ describe('grants', () => {
   });
 
   test('expiry is announced exactly once: a second expire is a no-op without effects', () => {
-    const first = decideGrant({ state: 'active', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_ACTOR, NOW);
+    const first = decideGrant({ state: 'active', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_DECIDER, NOW);
     assert.ok(first.ok);
     assert.equal(first.nextState, 'expired');
     assert.deepEqual(first.effects, [
       { type: 'notify_requester', kind: 'grant_expired' },
       { type: 'audit', action: 'grant.expire' },
     ]);
-    const second = decideGrant({ state: 'expired', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_ACTOR, NOW + 1);
+    const second = decideGrant({ state: 'expired', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_DECIDER, NOW + 1);
     assert.ok(second.ok);
     assert.equal(second.nextState, 'expired');
     assert.deepEqual(second.effects, []);
   });
 
   test('a revoked grant reaching its expiry time is not announced again', () => {
-    const result = decideGrant({ state: 'revoked', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_ACTOR, NOW);
+    const result = decideGrant({ state: 'revoked', expiresAt: NOW }, { kind: 'expire' }, SYSTEM_DECIDER, NOW);
     assert.ok(result.ok);
     assert.equal(result.nextState, 'revoked');
     assert.deepEqual(result.effects, []);
   });
 
   test('a grant does not expire before its expiry time, and nobody expires one by hand', () => {
-    assertRefused(decideGrant({ state: 'active', expiresAt: NOW + 1 }, { kind: 'expire' }, SYSTEM_ACTOR, NOW), 'too_early');
+    assertRefused(decideGrant({ state: 'active', expiresAt: NOW + 1 }, { kind: 'expire' }, SYSTEM_DECIDER, NOW), 'too_early');
     assertRefused(decideGrant({ state: 'active', expiresAt: NOW }, { kind: 'expire' }, ada, NOW), 'forbidden_role');
   });
 
@@ -490,7 +487,7 @@ describe('concurrent decisions complete exactly once', () => {
     return 'applied';
   }
 
-  function race(votes: Array<{ actor: Actor; action: RequestAction }>): Store {
+  function race(votes: Array<{ actor: Decider; action: RequestAction }>): Store {
     const store: Store = { snapshot: underReview(), applied: [] };
     // Everyone reads the same snapshot first, then they write in the given order.
     const reads = votes.map(() => store.snapshot);
@@ -586,7 +583,7 @@ describe('held call table', () => {
   ];
   for (const { timeoutOutcome, release } of timeouts) {
     test(`the approval window elapsing with outcome ${timeoutOutcome} tells the developer and is audited`, () => {
-      const result = decideHeldCall(held({ expiresAt: NOW }), { kind: 'time_out', timeoutOutcome }, SYSTEM_ACTOR, NOW);
+      const result = decideHeldCall(held({ expiresAt: NOW }), { kind: 'time_out', timeoutOutcome }, SYSTEM_DECIDER, NOW);
       assert.ok(result.ok);
       assert.equal(result.nextState, 'timed_out');
       assert.equal(result.timeoutOutcome, timeoutOutcome);
@@ -599,7 +596,7 @@ describe('held call table', () => {
   }
 
   test('a held call does not time out before its window elapses, nor by a person', () => {
-    assertRefused(decideHeldCall(held(), { kind: 'time_out', timeoutOutcome: 'deny' }, SYSTEM_ACTOR, NOW), 'too_early');
+    assertRefused(decideHeldCall(held(), { kind: 'time_out', timeoutOutcome: 'deny' }, SYSTEM_DECIDER, NOW), 'too_early');
     assertRefused(decideHeldCall(held({ expiresAt: NOW }), { kind: 'time_out', timeoutOutcome: 'deny' }, ada, NOW), 'forbidden_role');
   });
 
@@ -607,7 +604,7 @@ describe('held call table', () => {
     test(`a ${state} held call is final: decisions are 409 and a late time-out is a silent no-op`, () => {
       assertRefused(decideHeldCall(held({ state }), { kind: 'approve' }, ada, NOW), 'final_state');
       assertRefused(decideHeldCall(held({ state }), { kind: 'deny', note: 'n' }, ada, NOW), 'final_state');
-      const late = decideHeldCall(held({ state, expiresAt: NOW }), { kind: 'time_out', timeoutOutcome: 'allow' }, SYSTEM_ACTOR, NOW);
+      const late = decideHeldCall(held({ state, expiresAt: NOW }), { kind: 'time_out', timeoutOutcome: 'allow' }, SYSTEM_DECIDER, NOW);
       assert.ok(late.ok);
       assert.equal(late.nextState, state);
       assert.deepEqual(late.effects, []);
@@ -616,7 +613,7 @@ describe('held call table', () => {
 });
 
 describe('the requester by any path', () => {
-  const mintedByDev = (a: Actor): Actor => ({ ...a, issuedBy: dev.id });
+  const mintedByDev = (a: Decider): Decider => ({ ...a, issuedBy: dev.id });
 
   test("an admin deciding with a token the requester minted approves the requester's own request: refused", () => {
     assertRefused(decideRequest(request(), { kind: 'approve' }, mintedByDev(ada), NOW), 'self_approval');
