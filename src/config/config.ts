@@ -155,6 +155,9 @@ const FileConfig = Type.Object(
 );
 export type FileConfig = Static<typeof FileConfig>;
 
+/** The LLM providers Reins forwards to (`/llm/<provider>`), and the keys of `providers` in the configuration. */
+export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
+
 export interface ProviderSettings {
   baseUrl: string;
   apiKey?: string;

@@ -31,10 +31,10 @@ import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import { promptExcerpt } from '../held-calls/redact.js';
 import type { HeldCallRegistry, HoldOutcome } from '../held-calls/registry.js';
 import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from './llm/types.js';
-import { enforcedRules, periodKey, scopeCovers } from './metering/budget-rules.js';
-import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from './metering/prices.js';
-import { reserveBudget, settleBudget, type Reservation } from './rules/budget-store.js';
-import type { GatewayRules } from './rules/gateway-rules.js';
+import { enforcedRules, periodKey, scopeCovers } from '../budgets/budget-rules.js';
+import { costOf, estimateCost, globMatches, priceOf, type ModelPrice, type PriceTable } from '../budgets/prices.js';
+import { reserveBudget, settleBudget, type Reservation } from '../budgets/budget-store.js';
+import type { GatewayRules } from '../budgets/gateway-rules.js';
 
 /** What decide learned, kept for the audit event and the budget settlement. */
 interface CallContext {

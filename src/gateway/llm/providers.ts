@@ -3,8 +3,7 @@
  * its key, how Reins presents the provider's, and where a request names its model, stream flag and token cap.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderSettings } from '../../config/config.js';
-import type { ProviderName } from './types.js';
+import type { ProviderName, ProviderSettings } from '../../config/config.js';
 
 export interface Endpoint {
   /** Whether a response can carry token usage (count-tokens and model listings consume none). */

@@ -2,7 +2,7 @@
  * Answers the gateway gives itself (refusals, missing credentials, unknown routes, an unreachable upstream),
  * in the client's own protocol so its SDK raises its usual error class and the tool shows the message.
  */
-import type { ProviderName } from './types.js';
+import type { ProviderName } from '../../config/config.js';
 
 /** Why the gateway answers instead of the provider. */
 export type GatewayErrorKind =

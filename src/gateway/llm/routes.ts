@@ -18,7 +18,8 @@ import { readBody } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
-import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, ProviderName, RefusalReason } from './types.js';
+import type { ProviderName } from '../../config/config.js';
+import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
 import { meterFor, type UsageMeter } from './usage.js';
 
 export type * from './types.js';

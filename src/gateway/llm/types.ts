@@ -4,10 +4,8 @@
  * policies or storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Config } from '../../config/config.js';
+import type { Config, ProviderName } from '../../config/config.js';
 import type { FailedAuthGate } from '../../shared/failed-auth.js';
-
-export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
 
 /** The least the gateway needs of a caller; the authenticate hook may return a richer object (see the generics). */
 export interface GatewayCaller {

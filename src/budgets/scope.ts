@@ -2,8 +2,8 @@
  * Scopes of budget and model-access rules: `*` (everyone), a namespace (`eng`) or an identity id
  * (`eng/alice`). Coverage is `scopeCovers` of metering/budget-rules.ts, shared by both kinds of rule.
  */
-import { IDENTITY_ID_RULE } from '../../shared/ids.js';
-import { isScope } from '../metering/budget-rules.js';
+import { IDENTITY_ID_RULE } from '../shared/ids.js';
+import { isScope } from './budget-rules.js';
 
 /** Null when valid, else what is wrong. A namespace follows the identity id's namespace rule. */
 export function scopeProblem(scope: string): string | null {

@@ -10,8 +10,8 @@ import {
   scopeSpecificity,
   validateBudgetRule,
   type BudgetRule,
-} from '../../../../src/gateway/metering/budget-rules.js';
-import { compareGlobSpecificity } from '../../../../src/gateway/metering/prices.js';
+} from '../../../src/budgets/budget-rules.js';
+import { compareGlobSpecificity } from '../../../src/budgets/prices.js';
 
 const identities = ['eng/alice', 'eng/bob', 'ops/alice', 'ops/carol'];
 const models = ['claude-sonnet-4-5', 'claude-haiku-4-5', 'gpt-4o', 'gpt-4o-mini'];

@@ -2,8 +2,8 @@
  * Every replica's copy of the budget rules and model-access rules the gateway checks on each call,
  * re-read on NOTIFY (reins_gateway_rules) and periodically, like the policy set.
  */
-import { Channels, type Db, type Queryable } from '../../store/db.js';
-import { Snapshot } from '../../store/snapshot.js';
+import { Channels, type Db, type Queryable } from '../store/db.js';
+import { Snapshot } from '../store/snapshot.js';
 import { listBudgetRules, type BudgetRule } from './budget-store.js';
 import { listModelAccessRules, type ModelAccessRule } from './model-access-store.js';
 

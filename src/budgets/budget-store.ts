@@ -10,11 +10,11 @@
  * 15 minutes are treated as abandoned and cleared by the next reservation.
  */
 import { randomBytes } from 'node:crypto';
-import { recordAudit } from '../../audit/audit.js';
-import type { Actor } from '../../shared/actor.js';
-import { notFound } from '../../shared/errors.js';
-import { Channels, notify, type Db, type Queryable } from '../../store/db.js';
-import type { BudgetPeriod, BudgetRule as BudgetRuleCore, BudgetRuleInput } from '../metering/budget-rules.js';
+import { recordAudit } from '../audit/audit.js';
+import type { Actor } from '../shared/actor.js';
+import { notFound } from '../shared/errors.js';
+import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import type { BudgetPeriod, BudgetRule as BudgetRuleCore, BudgetRuleInput } from './budget-rules.js';
 
 export type { BudgetPeriod, BudgetRuleInput };
 

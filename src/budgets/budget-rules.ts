@@ -1,7 +1,7 @@
 // Budget rules: which of them bind a call, which one a top-up request matches, the window a rule's
 // spend is counted in, and validation of a rule as the HTTP layer receives it. Pure: plain data in,
 // plain data out. The semantics are written out in README.md.
-import { parseIdentityId, IDENTITY_ID_RULE } from '../../shared/ids.js';
+import { parseIdentityId, IDENTITY_ID_RULE } from '../shared/ids.js';
 import { compareGlobSpecificity, globMatches, globMatchesAll } from './prices.js';
 
 export const BUDGET_PERIODS = ['session', 'day', 'month'] as const;

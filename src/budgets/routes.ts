@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { ADMIN, READERS } from '../../shared/access.js';
-import { actorOf } from '../../identity/auth.js';
-import { invalid } from '../../shared/errors.js';
-import { AUTH_ERRORS, responses } from '../../shared/schemas.js';
-import type { Db } from '../../store/db.js';
+import { ADMIN, READERS } from '../shared/access.js';
+import { actorOf } from '../identity/auth.js';
+import { invalid } from '../shared/errors.js';
+import { AUTH_ERRORS, responses } from '../shared/schemas.js';
+import type { Db } from '../store/db.js';
 import {
   budgetUsage,
   createBudgetRule,
@@ -28,7 +28,7 @@ import {
   replaceModelAccessRule,
   type ModelAccessInput,
 } from './model-access-store.js';
-import { validateBudgetRule } from '../metering/budget-rules.js';
+import { validateBudgetRule } from './budget-rules.js';
 import { scopeProblem } from './scope.js';
 
 const Scope = Type.String({ minLength: 1, maxLength: 317, description: '"*", a namespace (eng) or an identity id (eng/alice)' });

@@ -10,7 +10,7 @@ import {
   validateBudgetRule,
   type BudgetPeriod,
   type BudgetRule,
-} from '../../../../src/gateway/metering/budget-rules.js';
+} from '../../../src/budgets/budget-rules.js';
 
 let nextId = 0;
 function rule(scope: string, pattern: string, period: BudgetPeriod, limitUsd = 10, id?: string): BudgetRule {

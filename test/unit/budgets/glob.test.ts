@@ -6,7 +6,7 @@ import {
   globMatches,
   globMatchesAll,
   globSpecificity,
-} from '../../../../src/gateway/metering/prices.js';
+} from '../../../src/budgets/prices.js';
 
 /** The obvious definition, for comparison: `*` is `.*`, everything else literal. */
 function reference(pattern: string, value: string): boolean {

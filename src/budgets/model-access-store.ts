@@ -4,10 +4,10 @@
  * covering it are allowed (the union), plus models an active model-access grant adds.
  */
 import { randomBytes } from 'node:crypto';
-import { recordAudit } from '../../audit/audit.js';
-import type { Actor } from '../../shared/actor.js';
-import { notFound } from '../../shared/errors.js';
-import { Channels, notify, type Db, type Queryable } from '../../store/db.js';
+import { recordAudit } from '../audit/audit.js';
+import type { Actor } from '../shared/actor.js';
+import { notFound } from '../shared/errors.js';
+import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 
 export interface ModelAccessRule {
   id: string;

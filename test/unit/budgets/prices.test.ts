@@ -1,7 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { ProviderName } from '../../../../src/gateway/llm/types.js';
+import type { ProviderName } from '../../../src/config/config.js';
 import {
   DEFAULT_ESTIMATE_OUTPUT_TOKENS,
   DEFAULT_PRICES,
@@ -10,7 +10,7 @@ import {
   estimateCost,
   priceOf,
   type ModelPrice,
-} from '../../../../src/gateway/metering/prices.js';
+} from '../../../src/budgets/prices.js';
 
 const defaults = createPriceTable({});
 
@@ -349,7 +349,7 @@ describe('costOf', () => {
   }
 
   test('takes the gateway\'s TokenUsage as it is', () => {
-    const usage: import('../../../../src/gateway/llm/types.js').TokenUsage = { inputTokens: 10, outputTokens: 20 };
+    const usage: import('../../../src/gateway/llm/types.js').TokenUsage = { inputTokens: 10, outputTokens: 20 };
     assert.equal(costOf(sonnet, usage), 0.00033);
   });
 

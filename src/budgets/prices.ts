@@ -1,7 +1,7 @@
 // What a model call costs in USD: list prices per model glob, the lookup that picks the most specific
 // one (an admin's override first), the cost of a finished call and the estimate a budget reserves
 // before the call. Pure: plain data in, numbers out. See README.md for the rules.
-import type { ProviderName } from '../llm/types.js';
+import type { ProviderName } from '../config/config.js';
 
 /** USD per million tokens. A missing cache price means those tokens cost the input price. */
 export interface ModelPrice {
