@@ -30,8 +30,8 @@ const calls = Number(args.calls);
 
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
 const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
-const { PlaneGovernance, EgressGovernance, McpGovernance } = (await import(`${dist}gateway/plane-governance.js`)) as typeof import('../../src/gateway/plane-governance.js');
-type Caller = import('../../src/gateway/caller.js').GovernedCaller;
+const { PlaneGovernance, EgressGovernance, McpGovernance } = (await import(`${dist}gateway/plane-governance.js`)) as typeof import('../../src/governance/plane-governance.js');
+type Caller = import('../../src/governance/caller.js').GovernedCaller;
 
 const admin = randomBytes(24).toString('hex');
 const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', REINS_DATA_DIR: 'memory', REINS_BOOTSTRAP_ADMIN_TOKEN: admin, LOG_LEVEL: 'warn' }, '');

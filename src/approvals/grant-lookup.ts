@@ -3,8 +3,8 @@
  * skip it): never cached, so a revoked or expired grant stops counting on the very next request, on every
  * replica. Expiry is `expires_at` at read time, not the sweeper's doing.
  */
-import type { CallerGrants, GrantLookup } from '../gateway/grants.js';
-import { NO_GRANTS } from '../gateway/grants.js';
+import type { CallerGrants, GrantLookup } from './grants.js';
+import { NO_GRANTS } from './grants.js';
 import type { Queryable } from '../store/db.js';
 
 export class StoredGrantLookup implements GrantLookup {

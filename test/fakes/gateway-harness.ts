@@ -4,9 +4,9 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
-import { refusalMessage } from '../../src/gateway/llm/refusal.js';
-import { LlmGateway, registerLlmGateway } from '../../src/gateway/llm/routes.js';
-import type { CallResult, GatewayCaller, GatewayDecision, LlmCall } from '../../src/gateway/llm/types.js';
+import { refusalMessage } from '../../src/governance/policy-refusal.js';
+import { LlmGateway, registerLlmGateway } from '../../src/planes/llm/routes.js';
+import type { CallResult, GatewayCaller, GatewayDecision, LlmCall } from '../../src/planes/llm/types.js';
 import { startFakeProviders, type FakeProviders } from './fake-providers.js';
 
 export const CLIENT_TOKEN = 'reins_agent_test_token_0123456789';

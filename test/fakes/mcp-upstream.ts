@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { McpGateway, isMcpRequest, type McpCallResult, type McpHooks, type McpToolCall } from '../../src/gateway/mcp/proxy.js';
+import { McpGateway, isMcpRequest, type McpCallResult, type McpHooks, type McpToolCall } from '../../src/planes/mcp/proxy.js';
 import { closable } from './closable.js';
 
 export const UPSTREAM_SECRET = 'upstream-api-key-held-by-reins';

@@ -10,7 +10,7 @@ import tls from 'node:tls';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { ProxyAgent, fetch } from 'undici';
-import { createEgressProxy, type EgressProxy, type EgressRequest, type EgressResult } from '../../../src/gateway/egress/proxy.js';
+import { createEgressProxy, type EgressProxy, type EgressRequest, type EgressResult } from '../../../src/planes/egress/proxy.js';
 
 const TLS_DIR = fileURLToPath(new URL('../../fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS_DIR}ca.pem`);

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConnectTarget, parseHttpTarget } from '../../../src/gateway/egress/target.js';
-import { proxySecret } from '../../../src/gateway/egress/credential.js';
+import { parseConnectTarget, parseHttpTarget } from '../../../src/planes/egress/target.js';
+import { proxySecret } from '../../../src/planes/egress/credential.js';
 
 describe('egress targets: what decide sees is what Reins connects to', () => {
   const http: Array<[string, { host: string; port: number; path: string; authority: string }]> = [

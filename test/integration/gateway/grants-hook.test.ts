@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CallerGrants, GrantLookup } from '../../../src/gateway/grants.js';
+import type { CallerGrants, GrantLookup } from '../../../src/approvals/grants.js';
 import { describeEachStore, developerWithToken } from '../../helpers/harness.js';
 import { anthropic, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 

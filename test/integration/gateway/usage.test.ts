@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { meterFor, usageOfEvent } from '../../../src/gateway/llm/usage.js';
+import { meterFor, usageOfEvent } from '../../../src/planes/llm/usage.js';
 import { BEDROCK_STREAM_EVENTS, eventStreamFrame } from '../../fakes/fake-providers.js';
 
 function meter(contentType: string, bytes: Buffer, cuts: number[] = [], headers: Record<string, string> = {}) {

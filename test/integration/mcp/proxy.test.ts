@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
-import { isMcpRequest } from '../../../src/gateway/mcp/proxy.js';
+import { isMcpRequest } from '../../../src/planes/mcp/proxy.js';
 import { REFUSAL, REINS_TOKEN, UPSTREAM_SECRET, startMcpGateway, type McpHarness } from '../../fakes/mcp-upstream.js';
 import { RAW_HEADERS, messagesOf, rawSession, textOf } from '../../helpers/mcp-raw.js';
 

@@ -349,7 +349,7 @@ describe('costOf', () => {
   }
 
   test('takes the gateway\'s TokenUsage as it is', () => {
-    const usage: import('../../../src/gateway/llm/types.js').TokenUsage = { inputTokens: 10, outputTokens: 20 };
+    const usage: import('../../../src/planes/llm/types.js').TokenUsage = { inputTokens: 10, outputTokens: 20 };
     assert.equal(costOf(sonnet, usage), 0.00033);
   });
 

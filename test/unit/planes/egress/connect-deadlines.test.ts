@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConnectDeadlines } from '../../../../src/gateway/egress/connect-deadlines.js';
+import { ConnectDeadlines } from '../../../../src/planes/egress/connect-deadlines.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -15,7 +15,6 @@ import { bearerSecret } from '../../shared/bearer.js';
 import type { FailedAuthGate } from '../../shared/failed-auth.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBody } from '../../shared/read-body.js';
-import type { GovernedCaller } from '../caller.js';
 
 /** What the approvals workflow offers the built-in server; absent until that workflow is enabled. */
 export interface AccessRequestDesk {
@@ -34,8 +33,15 @@ export interface AccessRequestDesk {
   status(developer: { id: string }, requestId: string): Promise<{ id: string; state: string; message: string }>;
 }
 
+/** The least the server needs of the caller a Reins secret stands for (the governance's caller resolution fills it). */
+export interface ReinsMcpCaller {
+  tokenId: string;
+  /** The developer of a personal access token; null for an agent key. */
+  developer: { id: string } | null;
+}
+
 export interface ReinsMcpDeps {
-  resolve(secret: string, headers: IncomingMessage['headers']): Promise<GovernedCaller | null>;
+  resolve(secret: string, headers: IncomingMessage['headers']): Promise<ReinsMcpCaller | null>;
   desk: AccessRequestDesk | null;
   version: string;
   log: { error(obj: object, msg: string): void };

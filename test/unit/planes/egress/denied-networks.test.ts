@@ -9,9 +9,9 @@ import {
   OWN_PORT_NETWORK,
   isOwnAddress,
   isUnspecified,
-} from '../../../../src/gateway/egress/denied-networks.js';
+} from '../../../../src/planes/egress/denied-networks.js';
 import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../../../../src/shared/networks.js';
-import { parseConnectTarget } from '../../../../src/gateway/egress/target.js';
+import { parseConnectTarget } from '../../../../src/planes/egress/target.js';
 
 /** The host the proxy checks for a CONNECT authority: every spelling goes through the URL host parser first. */
 function hostOf(authority: string): string {

@@ -1,7 +1,7 @@
 /** The built-in MCP server's access to the approval workflow: requests for the token's developer only. */
-import type { AccessRequestDesk } from '../gateway/reins-mcp/server.js';
+import type { AccessRequestDesk } from '../planes/reins-mcp/server.js';
 import type { Db } from '../store/db.js';
-import { getRequest, submitRequest, type AccessRequest } from './access-requests.js';
+import { getRequest, submitRequest, type AccessRequest } from '../approvals/access-requests.js';
 
 function summary(r: AccessRequest): string {
   switch (r.state) {

@@ -17,13 +17,13 @@ import type { PolicySet } from '../policy/policy-set.js';
 import { DecisionMemo } from './decision-memo.js';
 import { callerActor, callerSections, callerSubject, callerTier, resolveCallerNow, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
-import { NO_GRANTS, type CallerGrants, type GrantLookup } from './grants.js';
-import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from './egress/types.js';
-import { refusalMessage } from './llm/refusal.js';
+import { NO_GRANTS, type CallerGrants, type GrantLookup } from '../approvals/grants.js';
+import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from '../planes/egress/types.js';
+import { refusalMessage } from './policy-refusal.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
 import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import type { HeldCallRegistry } from '../held-calls/registry.js';
-import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from './mcp/types.js';
+import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from '../planes/mcp/types.js';
 
 export interface PlaneGovernanceDeps {
   tiers: TierCache;

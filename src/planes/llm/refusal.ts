@@ -144,8 +144,3 @@ function statusFor(provider: ProviderName, kind: GatewayErrorKind): number {
   if (provider === 'bedrock' && kind === 'budget_exceeded') return 400;
   return STATUS[kind];
 }
-
-/** The sentence a person sees in their tool: which policy refused, and the policy's own words. */
-export function refusalMessage(policyName: string, message: string): string {
-  return `Reins policy "${policyName}" denied this request: ${message}`;
-}
