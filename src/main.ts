@@ -1,6 +1,6 @@
 /** `npm start`: one Reins replica, configured from the environment and REINS_CONFIG. */
 import { ConfigError, loadConfig } from './config/config.js';
-import { startReplica } from './server.js';
+import { startReplica } from './app/server.js';
 import { DataDirLockedError } from './store/data-dir-lock.js';
 
 async function main(): Promise<void> {

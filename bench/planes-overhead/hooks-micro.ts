@@ -29,7 +29,7 @@ const batches = Number(args.batches);
 const calls = Number(args.calls);
 
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
-const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/server.js');
+const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/app/server.js');
 const { PlaneGovernance, EgressGovernance, McpGovernance } = (await import(`${dist}gateway/plane-governance.js`)) as typeof import('../../src/governance/plane-governance.js');
 type Caller = import('../../src/governance/caller.js').GovernedCaller;
 

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CONSOLE_DIR } from '../../src/http/console.js';
+import { CONSOLE_DIR } from '../../src/app/console.js';
 import { postgresReachable, storeKinds, type StoreKind } from '../helpers/stores.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

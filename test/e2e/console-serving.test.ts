@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { registerConsole } from '../../src/http/console.js';
+import { registerConsole } from '../../src/app/console.js';
 import { registerErrorHandling } from '../../src/shared/error-handler.js';
 
 async function appServing(dir: string): Promise<FastifyInstance> {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startRuntimeCluster } from '../../src/runtime-guard/kube/runtime-cluster.js';
-import type { Replica } from '../../src/server.js';
+import type { Replica } from '../../src/app/server.js';
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../fakes/fake-kube-api.js';
 import { ADMIN_TOKEN, Client, openTestStore, waitFor, type TestStore } from '../helpers/harness.js';
 import { item, mintSensorToken, report, startGuardReplica } from '../integration/runtime-guard/helpers.js';

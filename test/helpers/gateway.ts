@@ -6,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { Config } from '../../src/config/config.js';
 import type { GrantLookup } from '../../src/approvals/grants.js';
-import type { Replica } from '../../src/server.js';
+import type { Replica } from '../../src/app/server.js';
 import { startFakeProviders, type FakeOptions, type FakeProviders } from '../fakes/fake-providers.js';
 import { ADMIN_TOKEN, Client, startTestReplica, WAIT_MS, waitFor, type TestStore } from './harness.js';
 

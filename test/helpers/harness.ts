@@ -5,7 +5,7 @@ import { after, before, describe } from 'node:test';
 import type { FastifyServerOptions } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import type { GrantLookup } from '../../src/approvals/grants.js';
-import { startReplica, type Replica } from '../../src/server.js';
+import { startReplica, type Replica } from '../../src/app/server.js';
 import type { Db } from '../../src/store/db.js';
 import { PgliteDb } from '../../src/store/pglite.js';
 import { createAdmin } from '../../src/identity/bootstrap.js';

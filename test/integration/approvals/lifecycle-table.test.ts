@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica } from '../../helpers/harness.js';
 
 type Setup = 'pending' | 'pending_multi' | 'approved' | 'denied' | 'under_review_two' | 'under_review_one_left';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { adminWithToken, ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, WAIT_MS, waitFor, type TestStore } from '../../helpers/harness.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';
 

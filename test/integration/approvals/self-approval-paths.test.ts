@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, adminWithToken, describeEachStore, developerWithToken, startTestReplica } from '../../helpers/harness.js';
 
 describeEachStore('self-approval paths', ({ store }) => {

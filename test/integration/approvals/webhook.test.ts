@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, WAIT_MS, waitFor } from '../../helpers/harness.js';
 
 const SECRET = 'webhook-secret-0123456789abcdef';

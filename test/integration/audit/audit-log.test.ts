@@ -1,7 +1,7 @@
 /** The audit log: filters, cursor pagination newest first, append-only storage. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica } from '../../helpers/harness.js';
 
 describeEachStore('audit log', ({ store }) => {

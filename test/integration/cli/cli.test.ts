@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../../src/config/config.js';
-import { startReplica, type Replica } from '../../../src/server.js';
+import { startReplica, type Replica } from '../../../src/app/server.js';
 import { LOCK_FILE } from '../../../src/store/data-dir-lock.js';
 import { PgliteDb } from '../../../src/store/pglite.js';
 import { Client } from '../../helpers/harness.js';

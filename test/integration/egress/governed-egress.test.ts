@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { ProxyAgent, fetch } from 'undici';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 

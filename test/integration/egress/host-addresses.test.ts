@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { ProxyAgent, fetch } from 'undici';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, startTestReplica, waitFor } from '../../helpers/harness.js';
 import { DEFAULT_DENIED_NETWORKS } from '../../../src/shared/networks.js';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
 import { ADMIN_TOKEN, agentWithKey, Client, enc, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
 import { anthropic, openai, providersAt } from '../../helpers/gateway.js';

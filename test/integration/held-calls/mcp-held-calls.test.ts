@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 import { adminWithToken, ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 

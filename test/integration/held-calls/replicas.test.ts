@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
 import { ADMIN_TOKEN, agentWithKey, Client, openTestStore, startTestReplica, waitFor, type TestStore, WAIT_MS } from '../../helpers/harness.js';
 import { openai, providersAt } from '../../helpers/gateway.js';

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, agentWithKey, describeEachStore, developerWithToken, enc, startTestReplica } from '../../helpers/harness.js';
 
 const CALLERS = ['none', 'unknown', 'agent', 'sensor', 'developer', 'viewer', 'admin'] as const;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import type { Config } from '../../../src/config/config.js';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, agentWithKey, describeEachStore, developerWithToken, startTestReplica, waitFor } from '../../helpers/harness.js';
 
 const BAD = 'reins_agent_this-key-was-never-minted-0000000';

@@ -15,7 +15,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica } from '../../helpers/harness.js';
 

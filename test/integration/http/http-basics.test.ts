@@ -7,8 +7,8 @@ import { after, before, test } from 'node:test';
 import { Writable } from 'node:stream';
 import type { FastifyServerOptions } from 'fastify';
 import fc from 'fast-check';
-import { defaultLogger } from '../../../src/server.js';
-import type { Replica } from '../../../src/server.js';
+import { defaultLogger } from '../../../src/app/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica } from '../../helpers/harness.js';
 
 describeEachStore('http basics', ({ store }) => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, enc, startTestReplica } from '../../helpers/harness.js';
 
 describeEachStore('agent owners', ({ store }) => {

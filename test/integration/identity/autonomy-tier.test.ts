@@ -1,7 +1,7 @@
 /** Every row of the spec's autonomy-tier state table, through HTTP, plus API.md's 400/404 cases. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, enc } from '../../helpers/harness.js';
 import { startTestReplica } from '../../helpers/harness.js';
 

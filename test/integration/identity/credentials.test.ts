@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { adminWithToken, ADMIN_TOKEN, Client, describeEachStore, developerWithToken, startTestReplica, waitFor, WAIT_MS } from '../../helpers/harness.js';
 
 describeEachStore('credentials and console sessions', ({ store }) => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { listMigrations } from '../../../src/store/migrate.js';
 import { ADMIN_TOKEN, Client, enc, openTestStore, startTestReplica, waitFor, type TestStore, WAIT_MS } from '../../helpers/harness.js';
 import { postgresReachable, storeKinds } from '../../helpers/stores.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { loadConfig } from '../../../src/config/config.js';
-import { startReplica } from '../../../src/server.js';
+import { startReplica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, enc } from '../../helpers/harness.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'reins-restart-'));

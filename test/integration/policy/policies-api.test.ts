@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BUILT_IN_POLICIES } from '../../../src/policy/built-in-policies.js';
 import { Client, describeEachStore, developerWithToken, startTestReplica, ADMIN_TOKEN } from '../../helpers/harness.js';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 
 const policy = {
   name: 'deny-o1',

@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, developerWithToken, enc } from '../../helpers/harness.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';
 

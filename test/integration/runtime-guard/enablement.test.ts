@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, enc } from '../../helpers/harness.js';
 import { item, mintSensorToken, report, startGuardReplica, writeKubeconfig, type GuardReplicaOptions } from './helpers.js';
 

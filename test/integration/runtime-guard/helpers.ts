@@ -12,7 +12,7 @@ import type { Config } from '../../../src/config/config.js';
 import type { ClusterCapability, RuntimeCluster } from '../../../src/runtime-guard/cluster.js';
 import type { StartClusterInput } from '../../../src/runtime-guard/runtime-guard.js';
 import type { ClusterFacts } from '../../../src/runtime-guard/types.js';
-import { startReplica, type Replica } from '../../../src/server.js';
+import { startReplica, type Replica } from '../../../src/app/server.js';
 import { Client, testConfigFor, type TestStore } from '../../helpers/harness.js';
 
 /** A kubeconfig whose current context names a cluster (nothing listens there: only the environment check reads it). */

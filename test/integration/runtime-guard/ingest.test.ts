@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore } from '../../helpers/harness.js';
 import { FakeCluster, item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer, TestClock } from './helpers.js';
 import type { ClusterFacts } from '../../../src/runtime-guard/types.js';

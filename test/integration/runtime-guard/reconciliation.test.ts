@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, fetch } from 'undici';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, report, startGuardReplica, TestClock } from './helpers.js';

@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { IP, makeFacts } from '../../unit/runtime-guard/fixtures.js';
 import { FakeCluster, item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer, TestClock } from './helpers.js';

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { SELF_POD_MEMORY_MS, SelfPodHistory } from '../../../src/runtime-guard/self-pod-history.js';
 import { describeEachStore, startTestReplica } from '../../helpers/harness.js';
 

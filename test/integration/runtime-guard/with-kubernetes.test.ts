@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProxyAgent, fetch } from 'undici';
 import { startRuntimeCluster } from '../../../src/runtime-guard/kube/runtime-cluster.js';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
 import { ADMIN_TOKEN, agentWithKey, Client, describeEachStore, enc, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { item, mintSensorToken, recordedCounter, report, startGuardReplica, startMetricsServer } from './helpers.js';
