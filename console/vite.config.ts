@@ -1,6 +1,6 @@
 /// <reference types="node" />
 /**
- * Builds the admin console into dist/console, which the server serves at `/` (src/http/console.ts).
+ * Builds the admin console into dist/console, which the server serves at `/` (src/app/console.ts).
  * `npx vite --config console/vite.config.ts` serves it in development with the API proxied to a local
  * replica (REINS_URL, default http://127.0.0.1:8080), so the session cookie stays first-party.
  */

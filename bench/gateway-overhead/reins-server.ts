@@ -10,7 +10,7 @@
 // closure, which is not what an operator runs.
 const dist = new URL('../../dist/', import.meta.url).href;
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
-const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/app/server.js');
+const { startReplica } = (await import(`${dist}app/server.js`)) as typeof import('../../src/app/server.js');
 import { installDiagnostics } from './diagnostics.js';
 import { UPSTREAM_KEY } from './payloads.js';
 import { announceReady, endWithRunner } from './server-child.js';

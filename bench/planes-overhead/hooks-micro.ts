@@ -29,8 +29,8 @@ const batches = Number(args.batches);
 const calls = Number(args.calls);
 
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
-const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/app/server.js');
-const { PlaneGovernance, EgressGovernance, McpGovernance } = (await import(`${dist}gateway/plane-governance.js`)) as typeof import('../../src/governance/plane-governance.js');
+const { startReplica } = (await import(`${dist}app/server.js`)) as typeof import('../../src/app/server.js');
+const { PlaneGovernance, EgressGovernance, McpGovernance } = (await import(`${dist}governance/plane-governance.js`)) as typeof import('../../src/governance/plane-governance.js');
 type Caller = import('../../src/governance/caller.js').GovernedCaller;
 
 const admin = randomBytes(24).toString('hex');

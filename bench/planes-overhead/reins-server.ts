@@ -9,7 +9,7 @@
  */
 const dist = new URL('../../dist/', import.meta.url).href;
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
-const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/app/server.js');
+const { startReplica } = (await import(`${dist}app/server.js`)) as typeof import('../../src/app/server.js');
 import { MCP_SERVER_NAME } from './payloads.js';
 import { installProfileSwitch } from './profile-switch.js';
 import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';

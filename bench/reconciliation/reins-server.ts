@@ -10,7 +10,7 @@ import { announceReady, endWithRunner } from '../gateway-overhead/server-child.j
 
 const dist = new URL('../../dist/', import.meta.url).href;
 const { loadConfig } = (await import(`${dist}config/config.js`)) as typeof import('../../src/config/config.js');
-const { startReplica } = (await import(`${dist}server.js`)) as typeof import('../../src/app/server.js');
+const { startReplica } = (await import(`${dist}app/server.js`)) as typeof import('../../src/app/server.js');
 
 const [databaseUrl, admin, metricsUrl] = process.argv.slice(2);
 if (!databaseUrl || !admin || !metricsUrl) throw new Error('usage: reins-server.ts <postgres url> <admin token> <metrics url>');

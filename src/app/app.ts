@@ -164,7 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   });
 
   app = Fastify({
-    // The data plane is served on node:http objects before Fastify's request pipeline (see gateway/llm/routes.ts).
+    // The data plane is served on node:http objects before Fastify's request pipeline (see planes/llm/routes.ts).
     serverFactory: (handler) =>
       createServer((req, res) => {
         const url = req.url ?? '';

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** dist/console at the package root, from src/http (tsx) and dist/http (built) alike. */
+/** dist/console at the package root, from src/app (tsx) and dist/app (built) alike. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.meta.url));
 
 /** Path prefixes that belong to the server, never to the console. */

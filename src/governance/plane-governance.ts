@@ -397,7 +397,7 @@ function egressAction(facts: EgressFacts): string {
   return facts.method === 'CONNECT' ? 'egress.connect' : 'egress.request';
 }
 
-/** The MCP proxy's hooks (gateway/mcp/types.ts), filled in by the plane's governance. */
+/** The MCP proxy's hooks (planes/mcp/types.ts), filled in by the plane's governance. */
 export class McpGovernance implements McpHooks<GovernedCaller> {
   private readonly verdicts = new WeakMap<McpToolCall<GovernedCaller>, PlaneVerdict>();
 
@@ -442,7 +442,7 @@ function mcpFacts(call: McpToolCall<GovernedCaller>): McpCallFacts {
 
 const ALLOW: EgressDecision = Object.freeze({ outcome: 'allow' });
 
-/** The egress proxy's hooks (gateway/egress/types.ts), filled in by the plane's governance. */
+/** The egress proxy's hooks (planes/egress/types.ts), filled in by the plane's governance. */
 export class EgressGovernance implements EgressHooks<GovernedCaller> {
   private readonly verdicts = new WeakMap<EgressRequest<GovernedCaller>, PlaneVerdict>();
 

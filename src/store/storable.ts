@@ -6,7 +6,7 @@
  * - `jsonb` refuses the escape `\u0000` and an escaped surrogate that is not half of a pair (`\ud800`);
  * - a lone surrogate in a JS string would reach the wire as U+FFFD anyway (UTF-8 cannot encode it).
  *
- * The control plane refuses such text with 400 before it gets here (http/request-text.ts); what reaches this
+ * The control plane refuses such text with 400 before it gets here (shared/request-text.ts); what reaches this
  * point is data-plane content that must flow: an LLM prompt held for review, MCP tool arguments, the audit data
  * built from them. The rewrite is visible and documented (README, "Text PostgreSQL cannot store"):
  *

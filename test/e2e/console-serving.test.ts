@@ -1,5 +1,5 @@
 /**
- * How the server serves the console (src/http/console.ts), without a browser: index.html for console paths,
+ * How the server serves the console (src/app/console.ts), without a browser: index.html for console paths,
  * the hashed assets, the security headers, the server's own paths never shadowed, and the plain page of a
  * replica whose console was not built.
  */

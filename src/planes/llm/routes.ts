@@ -325,7 +325,7 @@ function observe(meter: UsageMeter, chunk: Buffer): void {
 
 /**
  * Registers the gateway's routes with Fastify: the OpenAPI description and `app.inject` see them. Requests that
- * reach the server's socket are served by `gateway.handle` before Fastify (see http/app.ts); these handlers hand
+ * reach the server's socket are served by `gateway.handle` before Fastify (see app/app.ts); these handlers hand
  * Fastify's raw request and response to the same code.
  */
 export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<C>): void {
