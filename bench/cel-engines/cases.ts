@@ -4,11 +4,12 @@
  */
 import { BUILT_IN_POLICIES } from '../../src/policy/built-in-policies.js';
 import { createPolicyObject } from '../../src/policy/policy-object.js';
-import type { PolicyObject, RequestType } from '../../src/policy/policy-object.js';
+import type { PolicyObject } from '../../src/policy/policy-object.js';
+import type { GovernedCallType } from '../../src/shared/governed-call.js';
 
 export interface BenchExpression {
   name: string;
-  type: RequestType;
+  type: GovernedCallType;
   expr: string;
 }
 
@@ -37,13 +38,13 @@ export const CUSTOM_EXPRESSIONS: readonly BenchExpression[] = [
 
 export const BUILT_IN_EXPRESSIONS: readonly BenchExpression[] = BUILT_IN_POLICIES.map((policy) => ({
   name: policy.name,
-  type: policy.appliesTo[0] as RequestType,
+  type: policy.appliesTo[0] as GovernedCallType,
   expr: policy.match,
 }));
 
 export const ALL_EXPRESSIONS: readonly BenchExpression[] = [...BUILT_IN_EXPRESSIONS, ...CUSTOM_EXPRESSIONS];
 
-export const SAMPLE_OBJECTS: Readonly<Record<RequestType, PolicyObject>> = {
+export const SAMPLE_OBJECTS: Readonly<Record<GovernedCallType, PolicyObject>> = {
   llm: createPolicyObject({
     request: { type: 'llm' },
     agent: { id: 'prod/coder', namespace: 'prod', name: 'coder', autonomyTier: 'T2' },

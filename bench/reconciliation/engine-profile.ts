@@ -22,7 +22,8 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GovernedCallIndex } from '../../src/runtime-guard/governed-calls.js';
 import { ObservationIndex } from '../../src/runtime-guard/observation-index.js';
-import type { ClusterFacts, GovernedCall, GovernedCallType, Observation, ReconcileInput, ReconciliationResult } from '../../src/runtime-guard/types.js';
+import type { GovernedCallType } from '../../src/shared/governed-call.js';
+import type { ClusterFacts, GovernedCall, Observation, ReconcileInput, ReconciliationResult } from '../../src/runtime-guard/types.js';
 import { resolveWindow } from '../../src/runtime-guard/window.js';
 import { buildModel, IN_CLUSTER_SERVICES, NAMESPACES, reportBody, rng, WORKLOADS_PER_NAMESPACE, type ClusterModel } from './cluster-model.js';
 

@@ -9,14 +9,14 @@ import type { Db } from '../store/db.js';
 import { decide, getGrant, getRequest, listGrants, listRequests, revokeGrant, submitRequest, type ApproveOptions, type SubmitInput } from './access-requests.js';
 import { createExceptionRule, deleteExceptionRule, getExceptionRule, listExceptionRules, replaceExceptionRule, type ExceptionRuleInput } from './exception-rules.js';
 
-const RequestTypeT = Type.Union([Type.Literal('exception'), Type.Literal('model_access'), Type.Literal('budget_topup')]);
+const AccessRequestTypeT = Type.Union([Type.Literal('exception'), Type.Literal('model_access'), Type.Literal('budget_topup')]);
 const RequestStateT = Type.Union([Type.Literal('pending'), Type.Literal('under_review'), Type.Literal('approved'), Type.Literal('denied')]);
 const GrantStateT = Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]);
 const IdentityList = Type.Array(Type.String({ maxLength: 317 }), { maxItems: 20 });
 
 const AccessRequestT = Type.Object({
   id: Type.String(),
-  type: RequestTypeT,
+  type: AccessRequestTypeT,
   state: RequestStateT,
   requester: Type.String(),
   justification: Type.String({ description: 'Verbatim, as the developer wrote it; display as text, never as markup' }),
@@ -33,7 +33,7 @@ const AccessRequestT = Type.Object({
 });
 const GrantT = Type.Object({
   id: Type.String(),
-  type: RequestTypeT,
+  type: AccessRequestTypeT,
   state: GrantStateT,
   developerId: Type.String(),
   policyName: Nullable(Type.String()),
@@ -85,7 +85,7 @@ export function registerApprovalRoutes(app: FastifyInstance, db: Db): void {
       summary: 'Ask for a policy exception, model access or a budget top-up (the requester is the caller)',
       body: Type.Object(
         {
-          type: RequestTypeT,
+          type: AccessRequestTypeT,
           justification: Type.String({ minLength: 1, maxLength: 4000 }),
           targetPolicy: Type.Optional(Type.String({ maxLength: 63 })),
           requestedModel: Type.Optional(Type.String({ maxLength: 200 })),
@@ -106,7 +106,7 @@ export function registerApprovalRoutes(app: FastifyInstance, db: Db): void {
     schema: {
       tags: ['approvals'],
       summary: 'Requests, newest first (admins and viewers: all; developers: their own and those naming them as a required approver)',
-      querystring: Type.Object({ state: Type.Optional(RequestStateT), type: Type.Optional(RequestTypeT), requester: Type.Optional(Type.String({ maxLength: 317 })) }, { additionalProperties: false }),
+      querystring: Type.Object({ state: Type.Optional(RequestStateT), type: Type.Optional(AccessRequestTypeT), requester: Type.Optional(Type.String({ maxLength: 317 })) }, { additionalProperties: false }),
       response: responses({ 200: Type.Object({ items: Type.Array(AccessRequestT) }) }, ...AUTH_ERRORS),
     },
     handler: async (request) => ({ items: await listRequests(db, actorOf(request), request.query as object) }),

@@ -4,8 +4,7 @@
  */
 import { compileExpression } from './cel.js';
 import type { CompiledExpression } from './cel.js';
-import { REQUEST_TYPES, isRequestType } from './policy-object.js';
-import type { RequestType } from './policy-object.js';
+import { GOVERNED_CALL_TYPES, isGovernedCallType, type GovernedCallType } from '../shared/governed-call.js';
 
 export const POLICY_KINDS = ['allow', 'deny', 'approve', 'audit'] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
@@ -22,7 +21,7 @@ export const MAX_APPROVAL_WINDOW_SECONDS = 86_400;
 export interface Policy {
   name: string;
   kind: PolicyKind;
-  appliesTo: RequestType[];
+  appliesTo: GovernedCallType[];
   /** A CEL expression over `object`; the policy matches when it is true. */
   match: string;
   /** Shown to the person whose call the policy denies, holds or flags. */
@@ -75,8 +74,8 @@ export interface CompiledPolicy {
 
 export type CompilePolicyResult = { ok: true; compiled: CompiledPolicy } | { ok: false; errors: PolicyFieldError[] };
 
-export function requestTypeBit(type: RequestType): number {
-  return 1 << REQUEST_TYPES.indexOf(type);
+export function requestTypeBit(type: GovernedCallType): number {
+  return 1 << GOVERNED_CALL_TYPES.indexOf(type);
 }
 
 /**
@@ -157,13 +156,13 @@ function checkKind(value: unknown, errors: PolicyFieldError[]): PolicyKind | und
   return undefined;
 }
 
-function checkAppliesTo(value: unknown, errors: PolicyFieldError[]): RequestType[] | undefined {
-  const allowed = REQUEST_TYPES.join(', ');
+function checkAppliesTo(value: unknown, errors: PolicyFieldError[]): GovernedCallType[] | undefined {
+  const allowed = GOVERNED_CALL_TYPES.join(', ');
   if (!Array.isArray(value) || value.length === 0) {
     errors.push({ field: 'appliesTo', message: `appliesTo must list at least one request type of ${allowed}` });
     return undefined;
   }
-  const unknown = value.filter((item) => !isRequestType(item));
+  const unknown = value.filter((item) => !isGovernedCallType(item));
   if (unknown.length > 0) {
     errors.push({
       field: 'appliesTo',
@@ -175,7 +174,7 @@ function checkAppliesTo(value: unknown, errors: PolicyFieldError[]): RequestType
     errors.push({ field: 'appliesTo', message: 'appliesTo lists a request type twice' });
     return undefined;
   }
-  return [...(value as RequestType[])];
+  return [...(value as GovernedCallType[])];
 }
 
 function checkMessage(value: unknown, errors: PolicyFieldError[]): string | undefined {

@@ -12,13 +12,12 @@ import {
   AUTONOMY_TIERS,
   DEVELOPER_ROLES,
   POLICY_OBJECT_SHAPE,
-  REQUEST_TYPES,
   autonomyLevelOf,
   createPolicyObject,
   isAutonomyTier,
-  isRequestType,
 } from './policy-object.js';
-import type { JsonValue, PolicyObject, PolicyObjectInput, PolicyObjectShape, RequestType } from './policy-object.js';
+import type { JsonValue, PolicyObject, PolicyObjectInput, PolicyObjectShape } from './policy-object.js';
+import { GOVERNED_CALL_TYPES, isGovernedCallType, type GovernedCallType } from '../shared/governed-call.js';
 
 export interface SampleFieldError {
   /** The path in the sample, e.g. `object.agent.autonomyLevel`. */
@@ -85,7 +84,7 @@ const INTEGER_RANGES: Readonly<Record<string, readonly [number, number]>> = {
 const ENUMS: Readonly<Record<string, readonly string[]>> = {
   'agent.autonomyTier': ['', ...AUTONOMY_TIERS],
   'developer.role': ['', ...DEVELOPER_ROLES],
-  'request.type': REQUEST_TYPES,
+  'request.type': GOVERNED_CALL_TYPES,
 };
 
 /**
@@ -178,19 +177,19 @@ function fieldProblem(path: string, type: string, value: unknown): string | unde
   }
 }
 
-function requestTypeOf(values: FlatValues, errors: SampleFieldError[]): RequestType | undefined {
+function requestTypeOf(values: FlatValues, errors: SampleFieldError[]): GovernedCallType | undefined {
   const given = values['request.type'];
-  if (isRequestType(given)) return given;
-  const present = REQUEST_TYPES.filter((type) => Object.keys(values).some((path) => path.startsWith(`${type}.`)));
+  if (isGovernedCallType(given)) return given;
+  const present = GOVERNED_CALL_TYPES.filter((type) => Object.keys(values).some((path) => path.startsWith(`${type}.`)));
   if (present.length === 1) return present[0];
   errors.push({
     field: 'object.request.type',
-    message: `request.type is required (one of ${REQUEST_TYPES.join(', ')}) unless the sample has exactly one of the llm, mcp and egress sections`,
+    message: `request.type is required (one of ${GOVERNED_CALL_TYPES.join(', ')}) unless the sample has exactly one of the llm, mcp and egress sections`,
   });
   return undefined;
 }
 
-function toInput(values: FlatValues, type: RequestType): PolicyObjectInput {
+function toInput(values: FlatValues, type: GovernedCallType): PolicyObjectInput {
   const input: Record<string, Record<string, unknown>> = { request: { type } };
   for (const [path, value] of Object.entries(values)) {
     const parts = path.split('.');

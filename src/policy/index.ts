@@ -1,16 +1,16 @@
+export { GOVERNED_CALL_TYPES, isGovernedCallType } from '../shared/governed-call.js';
+export type { GovernedCallType } from '../shared/governed-call.js';
 export {
   AUTONOMY_TIERS,
   DEFAULT_AUTONOMY_TIER,
   DEVELOPER_ROLES,
   MCP_ANNOTATION_DEFAULTS,
   POLICY_OBJECT_SHAPE,
-  REQUEST_TYPES,
   autonomyLevelOf,
   autonomyTierOf,
   canonicalHost,
   createPolicyObject,
   isAutonomyTier,
-  isRequestType,
 } from './policy-object.js';
 export type {
   AgentSection,
@@ -24,7 +24,6 @@ export type {
   McpSection,
   PolicyObject,
   PolicyObjectInput,
-  RequestType,
   SessionSection,
   ToolAnnotations,
 } from './policy-object.js';

@@ -7,6 +7,7 @@
  * LLM request reads `false` and never throws, and `appliesTo` filters policies by request type
  * before any expression runs. `object.developer` is all empty strings when an agent key calls.
  */
+import type { GovernedCallType } from '../shared/governed-call.js';
 
 export const AUTONOMY_TIERS = ['T1', 'T2', 'T3', 'T4'] as const;
 export type AutonomyTier = (typeof AUTONOMY_TIERS)[number];
@@ -14,9 +15,6 @@ export type AutonomyLevel = 1 | 2 | 3 | 4;
 
 /** An agent with no explicit assignment resolves to T2 (spec, Identity). */
 export const DEFAULT_AUTONOMY_TIER: AutonomyTier = 'T2';
-
-export const REQUEST_TYPES = ['llm', 'mcp', 'egress'] as const;
-export type RequestType = (typeof REQUEST_TYPES)[number];
 
 export const DEVELOPER_ROLES = ['admin', 'viewer', 'developer'] as const;
 export type DeveloperRole = (typeof DEVELOPER_ROLES)[number];
@@ -47,7 +45,7 @@ export interface SessionSection {
 }
 
 export interface RequestSection {
-  type: RequestType;
+  type: GovernedCallType;
 }
 
 export interface LlmSection {
@@ -138,10 +136,6 @@ export function autonomyTierOf(level: AutonomyLevel): AutonomyTier {
 
 export function isAutonomyTier(value: unknown): value is AutonomyTier {
   return typeof value === 'string' && (AUTONOMY_TIERS as readonly string[]).includes(value);
-}
-
-export function isRequestType(value: unknown): value is RequestType {
-  return typeof value === 'string' && (REQUEST_TYPES as readonly string[]).includes(value);
 }
 
 /** Lower case and without the trailing dot of a fully qualified name, so allow-lists compare plainly. */

@@ -9,16 +9,16 @@ import type { Db } from '../store/db.js';
 import { compilePolicy, POLICY_KINDS, type CompiledPolicy, type Policy, type PolicyInput } from './compile-policy.js';
 import { dryRunEvaluate } from './dry-run.js';
 import type { PolicySet } from './policy-set.js';
-import { REQUEST_TYPES } from './policy-object.js';
+import { GOVERNED_CALL_TYPES } from '../shared/governed-call.js';
 import { createPolicy, deletePolicy, getPolicy, listPolicies, replacePolicy } from './store.js';
 
 const Kind = Type.Union(POLICY_KINDS.map((k) => Type.Literal(k)));
-const RequestType = Type.Union(REQUEST_TYPES.map((t) => Type.Literal(t)));
+const GovernedCallTypeT = Type.Union(GOVERNED_CALL_TYPES.map((t) => Type.Literal(t)));
 
 const PolicySchema = Type.Object({
   name: Type.String(),
   kind: Kind,
-  appliesTo: Type.Array(RequestType),
+  appliesTo: Type.Array(GovernedCallTypeT),
   match: Type.String({ description: 'CEL expression over `object`; the policy matches when it is true' }),
   message: Type.String({ description: 'Shown to the person whose call is denied, held or flagged' }),
   approvalWindowSeconds: Type.Optional(Type.Integer({ description: 'Approve policies: overrides the Human Review window' })),
@@ -31,7 +31,7 @@ const PolicyBody = Type.Object(
   {
     name: Type.Optional(Type.String({ description: 'Required on POST; on PUT, if given, must equal the path name' })),
     kind: Kind,
-    appliesTo: Type.Array(RequestType, { minItems: 1 }),
+    appliesTo: Type.Array(GovernedCallTypeT, { minItems: 1 }),
     match: Type.String(),
     message: Type.String(),
     approvalWindowSeconds: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),

@@ -8,12 +8,12 @@ import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import { BUILT_IN_POLICIES } from './built-in-policies.js';
 import type { Policy, PolicyKind } from './compile-policy.js';
-import type { RequestType } from './policy-object.js';
+import type { GovernedCallType } from '../shared/governed-call.js';
 
 interface PolicyRow {
   name: string;
   kind: PolicyKind;
-  applies_to: RequestType[];
+  applies_to: GovernedCallType[];
   match: string;
   message: string;
   approval_window_seconds: number | null;

@@ -14,9 +14,10 @@ import { isCallEnd } from '../audit/call-events.js';
 import type { Queryable } from '../store/db.js';
 import { INDEX_RETENTION_SECONDS, START_MARGIN_IDS } from './observation-store.js';
 import { TableTail, type TableTailOptions } from './table-tail.js';
-import type { GovernedCall, GovernedCallType, ReconciliationWindow } from './types.js';
+import { GOVERNED_CALL_TYPES, type GovernedCallType } from '../shared/governed-call.js';
+import type { GovernedCall, ReconciliationWindow } from './types.js';
 
-const CALL_TYPES: ReadonlySet<string> = new Set<GovernedCallType>(['llm', 'mcp', 'egress']);
+const CALL_TYPES: ReadonlySet<string> = new Set<string>(GOVERNED_CALL_TYPES);
 
 interface AuditRow {
   id: string;

@@ -2,6 +2,7 @@
  * Plain data of the runtime guard's reconciliation engine: what goes in (sensor observations, cluster
  * facts, governed calls) and what comes out (the reconciliation rows of the spec, field for field).
  */
+import type { GovernedCallType } from '../shared/governed-call.js';
 
 export type ObservationFamily = 'dns' | 'network' | 'open' | 'exec' | 'other';
 
@@ -128,8 +129,6 @@ export interface ClusterFacts {
   /** Node resolver search domains beyond the cluster ones (e.g. a corporate domain), optional. */
   searchDomains?: string[];
 }
-
-export type GovernedCallType = 'llm' | 'mcp' | 'egress';
 
 /** An audit event of a governed call, as far as the engine needs it. */
 export interface GovernedCall {

@@ -4,8 +4,7 @@ import fc from 'fast-check';
 import type { CompiledPolicy, PolicyKind } from '../../../src/policy/compile-policy.js';
 import type { Outcome } from '../../../src/policy/decision.js';
 import { evaluate, preparePolicyObject } from '../../../src/policy/engine.js';
-import { REQUEST_TYPES } from '../../../src/policy/policy-object.js';
-import type { RequestType } from '../../../src/policy/policy-object.js';
+import { GOVERNED_CALL_TYPES, type GovernedCallType } from '../../../src/shared/governed-call.js';
 import { callOf, compiled, constant, llmCall, mcpCall } from './policy-fixtures.js';
 
 describe('precedence: deny over approve over allow, no match allows', () => {
@@ -71,10 +70,10 @@ describe('precedence: deny over approve over allow, no match allows', () => {
       kind: fc.constantFrom<PolicyKind>('allow', 'deny', 'approve', 'audit'),
       matches: fc.boolean(),
       enabled: fc.boolean(),
-      appliesTo: fc.subarray([...REQUEST_TYPES], { minLength: 1 }),
+      appliesTo: fc.subarray([...GOVERNED_CALL_TYPES], { minLength: 1 }),
     });
     fc.assert(
-      fc.property(fc.array(spec, { maxLength: 8 }), fc.constantFrom<RequestType>(...REQUEST_TYPES), (specs, type) => {
+      fc.property(fc.array(spec, { maxLength: 8 }), fc.constantFrom<GovernedCallType>(...GOVERNED_CALL_TYPES), (specs, type) => {
         const policies = specs.map((s, i) =>
           constant(`p-${i}`, s.kind, s.matches, { enabled: s.enabled, appliesTo: s.appliesTo }),
         );
@@ -105,7 +104,7 @@ describe('which policies take part', () => {
     assert.deepEqual(decision.matched, []);
   });
 
-  const appliesToTable: { appliesTo: RequestType[]; type: RequestType; outcome: Outcome }[] = [
+  const appliesToTable: { appliesTo: GovernedCallType[]; type: GovernedCallType; outcome: Outcome }[] = [
     { appliesTo: ['mcp'], type: 'llm', outcome: 'allow' },
     { appliesTo: ['mcp'], type: 'mcp', outcome: 'deny' },
     { appliesTo: ['mcp'], type: 'egress', outcome: 'allow' },

@@ -1,7 +1,8 @@
 import { compilePolicy } from '../../../src/policy/compile-policy.js';
 import type { CompiledPolicy, Policy, PolicyKind } from '../../../src/policy/compile-policy.js';
 import { createPolicyObject } from '../../../src/policy/policy-object.js';
-import type { AutonomyTier, PolicyObject, PolicyObjectInput, RequestType } from '../../../src/policy/policy-object.js';
+import type { AutonomyTier, PolicyObject, PolicyObjectInput } from '../../../src/policy/policy-object.js';
+import type { GovernedCallType } from '../../../src/shared/governed-call.js';
 
 /** Compiles a policy that is expected to be valid; a test fails loudly if it is not. */
 export function compiled(policy: Partial<Policy> & { name: string; match: string }): CompiledPolicy {
@@ -44,7 +45,7 @@ export function egressCall(tier: AutonomyTier, egress: PolicyObjectInput['egress
   });
 }
 
-export function callOf(type: RequestType, tier: AutonomyTier = 'T2'): PolicyObject {
+export function callOf(type: GovernedCallType, tier: AutonomyTier = 'T2'): PolicyObject {
   if (type === 'llm') return llmCall(tier);
   if (type === 'mcp') return mcpCall(tier);
   return egressCall(tier);
