@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { ownSecrets, type Config } from '../config/config.js';
-import type { IdentityChange } from '../identity/identities.js';
+import type { IdentityChange } from '../identity/identity-change.js';
 import { registerIdentityRoutes } from '../identity/routes.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { AuditWriter } from '../audit/audit-writer.js';

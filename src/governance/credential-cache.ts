@@ -7,7 +7,7 @@
  */
 import { Channels, type Db } from '../store/db.js';
 import type { Role } from '../shared/actor.js';
-import type { IdentityKind } from '../identity/identities.js';
+import type { IdentityKind } from '../identity/identity-change.js';
 import { hashSecret, type TokenKind } from '../identity/tokens.js';
 
 export interface GatewayCredential {

@@ -8,9 +8,8 @@ import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor, Role } from '../shared/actor.js';
 import { IDENTITY_ID_RULE, parseIdentityId } from '../shared/ids.js';
 import { ownersOf, parseOwners, writeOwners } from './owners.js';
+import type { Changed, IdentityChange, IdentityKind } from './identity-change.js';
 import { isTier, resolveTier, type Tier } from './tiers.js';
-
-export type IdentityKind = 'agent' | 'developer';
 
 export interface Identity {
   id: string;
@@ -34,26 +33,6 @@ interface IdentityRow {
   display_name: string;
   created_at: Date;
   owners?: string[] | null;
-}
-
-/** The payload of Channels.identity: what changed and at which revision. */
-export interface IdentityChange {
-  id: string;
-  op: 'upsert' | 'delete';
-  kind?: IdentityKind;
-  tier: Tier | null;
-  /** An agent's owners as of this revision; absent from a sender that does not know them (the cache keeps its own). */
-  owners?: string[];
-  revision: string;
-}
-
-/**
- * A verb's answer plus the change it announced, so the replica that made it applies it to its own caches at
- * once instead of waiting for its own NOTIFY.
- */
-export interface Changed<T> {
-  value: T;
-  change: IdentityChange;
 }
 
 const COLUMNS = 'id, kind, role, autonomy_tier, display_name, created_at';

@@ -8,7 +8,7 @@ import { recordAudit } from '../audit/audit.js';
 import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor } from '../shared/actor.js';
-import type { Changed, IdentityChange, IdentityKind } from './identities.js';
+import type { Changed, IdentityChange, IdentityKind } from './identity-change.js';
 import { parseIdentityId } from '../shared/ids.js';
 import type { Tier } from './tiers.js';
 

@@ -16,8 +16,8 @@ import {
   listIdentities,
   requireIdentityId,
   setAutonomyTier,
-  type IdentityChange,
 } from './identities.js';
+import type { IdentityChange } from './identity-change.js';
 import { MAX_OWNERS, OWNER_RULE, setOwners } from './owners.js';
 import { CSRF_HEADER, SESSION_COOKIE, signIn, signOut } from './sessions.js';
 import { TIERS } from './tiers.js';

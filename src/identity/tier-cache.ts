@@ -10,7 +10,7 @@
  */
 import type { Db } from '../store/db.js';
 import { Channels } from '../store/db.js';
-import type { IdentityChange } from './identities.js';
+import type { IdentityChange } from './identity-change.js';
 import { ownerCovers } from './owners.js';
 import { resolveTier, type ResolvedTier, type Tier } from './tiers.js';
 

@@ -9,7 +9,7 @@ import { recordAudit } from '../audit/audit.js';
 import { AppError, forbidden, invalid, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor, Role } from '../shared/actor.js';
-import type { IdentityKind } from './identities.js';
+import type { IdentityKind } from './identity-change.js';
 
 export type TokenKind = 'personal' | 'agent' | 'sensor';
 
