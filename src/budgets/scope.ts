@@ -1,6 +1,6 @@
 /**
  * Scopes of budget and model-access rules: `*` (everyone), a namespace (`eng`) or an identity id
- * (`eng/alice`). Coverage is `scopeCovers` of metering/budget-rules.ts, shared by both kinds of rule.
+ * (`eng/alice`). Coverage is `scopeCovers` of budget-rules.ts, shared by both kinds of rule.
  */
 import { IDENTITY_ID_RULE } from '../shared/ids.js';
 import { isScope } from './budget-rules.js';
