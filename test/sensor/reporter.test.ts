@@ -5,10 +5,9 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SensorMetrics } from '../../src/sensor/metrics.js';
 import { Reporter } from '../../src/sensor/reporter.js';
+import { fakeReins } from './fake-reins.js';
 import type { Observation } from '../../src/runtime-guard/types.js';
 
 const WAIT_MS = 30_000;
@@ -19,44 +18,6 @@ function obs(fields: Partial<Observation>): Observation {
     node: 'node-a', podName: 'agent-7d4-aaaaa', podIP: '10.244.1.1', namespace: 'eng', result: 'allowed', mode: 'monitor', observedAt: 1000, family: 'network',
     ...fields,
   };
-}
-
-interface FakeReins {
-  url: string;
-  port: number;
-  reports: any[];
-  statuses: any[];
-  status: number;
-  auth: string[];
-  close(): Promise<void>;
-}
-
-async function fakeReins(port = 0): Promise<FakeReins> {
-  const state: FakeReins = { url: '', port: 0, reports: [], statuses: [], status: 200, auth: [], close: async () => {} };
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      state.auth.push(req.headers.authorization ?? '');
-      if (state.status !== 200) {
-        res.writeHead(state.status, { 'content-type': 'application/json' });
-        return res.end('{"error":{"code":"x","message":"no"}}');
-      }
-      const parsed = JSON.parse(body);
-      if (req.url === '/api/v1/runtime/sensor/reports') state.reports.push(parsed);
-      else state.statuses.push(parsed);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(req.url === '/api/v1/runtime/sensor/reports' ? JSON.stringify({ stored: parsed.observations.length }) : '{"status":"ok"}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
-  state.url = `http://127.0.0.1:${state.port}`;
-  state.close = () => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-  return state;
 }
 
 async function until(what: string, check: () => boolean): Promise<void> {
