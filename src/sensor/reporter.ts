@@ -14,6 +14,12 @@ import type { Observation } from '../runtime-guard/types.js';
 import type { SensorMetrics } from './metrics.js';
 
 export const MAX_ITEMS_PER_REPORT = 500;
+/**
+ * Keys of discarded items remembered per window, so that a repeat is not counted as another item. Bounded: past it
+ * (a window with more than 50,000 distinct items, far beyond what one node reports) each repeat counts again, which
+ * overstates the lag rather than hide it.
+ */
+const MAX_DISCARDED_KEYS = 50_000;
 
 export interface NodeStatus {
   node: string;
@@ -51,6 +57,7 @@ type SendResult = 'ok' | 'retry' | 'refused';
 
 export class Reporter {
   private window = new Map<string, Observation>();
+  private discarded = new Set<string>();
   private readonly queue: Report[] = [];
   private readonly o: Required<Omit<ReporterOptions, 'status' | 'metrics' | 'log' | 'nowMs'>>;
   private readonly metrics: SensorMetrics;
@@ -90,11 +97,15 @@ export class Reporter {
       if (o.observedAt > seen.observedAt) seen.observedAt = o.observedAt;
       return;
     }
-    this.metrics.observationsRecorded += 1;
     if (this.window.size >= MAX_ITEMS_PER_REPORT) {
+      // A repeat of an item already discarded in this window is the same item: recorded and lost once.
+      if (this.discarded.has(key)) return;
+      if (this.discarded.size < MAX_DISCARDED_KEYS) this.discarded.add(key);
+      this.metrics.observationsRecorded += 1;
       this.metrics.observationsLost['report-full'] += 1;
       return;
     }
+    this.metrics.observationsRecorded += 1;
     this.window.set(key, { ...o });
   }
 
@@ -109,6 +120,7 @@ export class Reporter {
   /** Closes the window into a report and wakes the sender. */
   flush(): void {
     if (this.window.size === 0) return;
+    this.discarded = new Set();
     const observations = [...this.window.values()];
     this.window = new Map();
     if (this.queue.length >= this.o.maxQueuedReports) {
