@@ -58,6 +58,8 @@ export class EventAdapter {
   private readonly waitMs: number;
   private readonly maxPending: number;
   private readonly nowMs: () => number;
+  /** Per family, from the observation policies: the rule name and the namespaces left out. */
+  private plan: Map<ObservationFamily, { rule: string; excluded: Set<string> }> | null = null;
   /** DNS questions seen, waiting for the pod's own answer; insertion order = age. */
   private readonly pending = new Map<string, PendingQuestion>();
 
@@ -68,6 +70,11 @@ export class EventAdapter {
     this.waitMs = options.dnsAnswerWaitMs ?? 5_000;
     this.maxPending = options.maxPendingQuestions ?? 10_000;
     this.nowMs = options.nowMs ?? Date.now;
+  }
+
+  /** Follows the observation policies: each family's rule name and excluded namespaces (null: the defaults). */
+  configure(plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[] }> | null): void {
+    this.plan = plan ? new Map([...plan].map(([f, p]) => [f, { rule: p.rule, excluded: new Set(p.excludedNamespaces) }])) : null;
   }
 
   /** One line of engine output. */
@@ -191,14 +198,15 @@ export class EventAdapter {
     const namespace = str(k8s?.namespace) || str(e.namespace) || '';
     const podName = str(k8s?.podName) || str(k8s?.pod) || str(e.pod) || '';
     if (namespace === '' || podName === '') return 'no-pod';
-    if (this.excluded.has(namespace)) return 'namespace-excluded';
+    const family = FAMILY_OF[gadget];
+    const policy = this.plan?.get(family);
+    if ((policy ? policy.excluded : this.excluded).has(namespace)) return 'namespace-excluded';
     // A host-network pod's address is the node's: naming the pod is right, its address would mislead.
     const hostNetwork = k8s?.hostnetwork === true || k8s?.hostNetwork === true;
-    const family = FAMILY_OF[gadget];
     const proc = obj(e.proc);
     const subject = (str(e.exepath) || str(proc?.comm) || str(e.comm) || '').slice(0, 4096);
     return {
-      rule: ruleOf(family),
+      rule: policy?.rule ?? ruleOf(family),
       behavior: BEHAVIOR[gadget],
       subject,
       destIP: '',

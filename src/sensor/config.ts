@@ -25,6 +25,11 @@ export interface SensorConfig {
   families: ObservationFamily[];
   drainMs: number;
   ig: { path: string; version: string; repository: string; extraArgs: string[]; restartMaxMs: number };
+  /** `auto`: follow the RuntimePolicies when a Kubernetes API configuration is present; `off`: REINS_SENSOR_FAMILIES. */
+  policies: 'auto' | 'off';
+  policyIntervalMs: number;
+  /** Where the Kubernetes client configuration comes from. */
+  kubeEnv: { KUBERNETES_SERVICE_HOST?: string; KUBECONFIG?: string };
   replays: Replay[];
   once: boolean;
 }
@@ -54,7 +59,12 @@ Environment:
   REINS_SENSOR_MAX_QUEUED_REPORTS  reports kept while Reins is unreachable (default 30); the oldest goes first
   REINS_SENSOR_DNS_WAIT_SECONDS  how long a DNS question waits for its answer (default 5)
   REINS_SENSOR_LSM_PATH          the host's LSM list (default /sys/kernel/security/lsm)
-  REINS_SENSOR_FAMILIES          families observed (default dns,network,open,exec; open and exec only with BPF-LSM)
+  REINS_SENSOR_POLICIES          auto (default): observe what the RuntimePolicies (runtime.reins.dev/v1) ask for,
+                                 when a Kubernetes API configuration is present (in-cluster, or KUBECONFIG);
+                                 off: observe REINS_SENSOR_FAMILIES
+  REINS_SENSOR_POLICY_SECONDS    how often the RuntimePolicies are re-listed (default 30)
+  REINS_SENSOR_FAMILIES          families observed without policies (default dns,network,open,exec; open and exec
+                                 only with BPF-LSM)
   REINS_SENSOR_DRAIN_SECONDS     --once and shutdown: how long to keep trying to deliver (default 60)
 Engine (live mode):
   IG_PATH                        the ig binary (default ig)
@@ -140,7 +150,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, args: { replays: Replay[]; on
       extraArgs: (env.IG_EXTRA_ARGS ?? '').split(/\s+/).filter(Boolean),
       restartMaxMs: int('IG_RESTART_MAX_SECONDS', 60, 0.01) * 1000,
     },
+    policies: policiesMode(env.REINS_SENSOR_POLICIES),
+    policyIntervalMs: int('REINS_SENSOR_POLICY_SECONDS', 30, 0.05) * 1000,
+    kubeEnv: {
+      ...(env.KUBERNETES_SERVICE_HOST ? { KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST } : {}),
+      ...(env.KUBECONFIG ? { KUBECONFIG: env.KUBECONFIG } : {}),
+    },
     replays: args.replays,
     once: args.once,
   };
+}
+
+function policiesMode(raw: string | undefined): 'auto' | 'off' {
+  const v = raw?.trim() || 'auto';
+  if (v !== 'auto' && v !== 'off') throw new ConfigError(`REINS_SENSOR_POLICIES: auto or off, got "${v}"`);
+  return v;
 }

@@ -30,17 +30,40 @@ export function igArgs(gadget: Gadget, image: string, extra: string[]): string[]
 
 export class Engine {
   private readonly children = new Map<Gadget, ChildProcess>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Map<Gadget, NodeJS.Timeout>();
+  private readonly wanted = new Set<Gadget>();
   private stopped = false;
 
   constructor(private readonly o: EngineOptions) {}
 
   start(gadgets: Gadget[]): void {
-    for (const g of gadgets) this.run(g, this.o.restartMinMs ?? 1_000);
+    this.set(gadgets);
+  }
+
+  /** Runs exactly these gadgets: starts the missing ones, stops the others (the observation policies changed). */
+  set(gadgets: Gadget[]): void {
+    for (const g of gadgets) {
+      if (this.wanted.has(g)) continue;
+      this.wanted.add(g);
+      this.run(g, this.o.restartMinMs ?? 1_000);
+    }
+    for (const g of [...this.wanted]) {
+      if (gadgets.includes(g)) continue;
+      this.wanted.delete(g);
+      const timer = this.timers.get(g);
+      if (timer) clearTimeout(timer);
+      this.timers.delete(g);
+      this.children.get(g)?.kill('SIGTERM');
+      this.o.onState(g, null);
+    }
+  }
+
+  get running(): Gadget[] {
+    return [...this.wanted];
   }
 
   private run(gadget: Gadget, backoffMs: number): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.wanted.has(gadget)) return;
     const startedAt = Date.now();
     const args = igArgs(gadget, this.o.image(gadget), this.o.extraArgs);
     const child = spawn(this.o.igPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -57,8 +80,8 @@ export class Engine {
     });
     this.o.onState(gadget, null);
     child.on('close', (code, signal) => {
-      this.children.delete(gadget);
-      if (this.stopped) return;
+      if (this.children.get(gadget) === child) this.children.delete(gadget);
+      if (this.stopped || !this.wanted.has(gadget)) return;
       const ranLong = Date.now() - startedAt > 60_000;
       const next = ranLong ? (this.o.restartMinMs ?? 1_000) : Math.min(this.o.restartMaxMs, backoffMs * 2);
       const wait = ranLong ? (this.o.restartMinMs ?? 1_000) : backoffMs;
@@ -66,17 +89,18 @@ export class Engine {
       this.o.onState(gadget, `${why}; restarting in ${Math.round(wait / 1000)} s`);
       this.o.log(`${gadget}: ${why}; restarting in ${wait} ms`);
       const timer = setTimeout(() => {
-        this.timers.delete(timer);
+        this.timers.delete(gadget);
+        if (!this.wanted.has(gadget)) return;
         this.o.onRestart(gadget);
         this.run(gadget, next);
       }, wait);
-      this.timers.add(timer);
+      this.timers.set(gadget, timer);
     });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t);
     const closing = [...this.children.values()].map(
       (child) =>
         new Promise<void>((resolve) => {

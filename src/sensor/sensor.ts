@@ -9,6 +9,7 @@ import { EventAdapter, FAMILY_OF, GADGETS, type Gadget } from './adapter.js';
 import type { SensorConfig } from './config.js';
 import { Engine } from './engine.js';
 import { readBpfLsm, type LsmState } from './lsm.js';
+import { PolicyWatcher, type ObservationPlan } from './policies.js';
 import { SensorMetrics, serveMetrics } from './metrics.js';
 import { Reporter, type NodeStatus } from './reporter.js';
 
@@ -26,6 +27,8 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
   const troubles = new Map<Gadget, string>();
   let observing: Gadget[] = [];
   let notObserved: string[] = [];
+  let policyNotes: string[] = [];
+  let policyTrouble: string | null = null;
 
   const status = async (): Promise<NodeStatus> => {
     lsm.state = await readBpfLsm(config.lsmPath);
@@ -33,6 +36,8 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
     if (config.replays.length > 0) parts.push(`replaying recorded engine output (${config.replays.map((r) => `${r.gadget}: ${r.file}`).join(', ')})`);
     else parts.push(`observing ${observing.map((g) => FAMILY_OF[g]).join(', ') || 'nothing'}`);
     if (notObserved.length > 0) parts.push(...notObserved);
+    if (policyTrouble) parts.push(policyTrouble);
+    parts.push(...policyNotes);
     for (const [g, t] of troubles) parts.push(`${g}: ${t}`);
     return { node: config.node, sensorAlive: true, bpfLsm: lsm.state.bpfLsm, reason: parts.join('; ').slice(0, 1024) };
   };
@@ -71,12 +76,14 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
   reporter.start();
 
   let engine: Engine | null = null;
+  let watcher: PolicyWatcher | null = null;
   let finish!: (code: number) => void;
   const done = new Promise<number>((resolve) => (finish = resolve));
   let stopping: Promise<void> | null = null;
 
   const shutdown = async (drainMs: number): Promise<boolean> => {
     clearInterval(expireTimer);
+    watcher?.stop();
     await engine?.stop();
     adapter.expire(true);
     const delivered = await reporter.drain(drainMs);
@@ -112,11 +119,15 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
       }
     })();
   } else {
-    const wanted = GADGETS.filter((g) => config.families.includes(FAMILY_OF[g]));
     // open and exec need BPF-LSM (spec "Observation item"): without it they are not observed, and the status says why.
-    observing = wanted.filter((g) => (g !== 'trace_open' && g !== 'trace_exec') || lsm.state.bpfLsm === 'available');
-    const skipped = wanted.filter((g) => !observing.includes(g)).map((g) => FAMILY_OF[g]);
-    if (skipped.length > 0) notObserved = [`${skipped.join(' and ')} not observed: BPF-LSM is ${lsm.state.bpfLsm} on this node`];
+    const observe = (families: readonly string[], why: string) => {
+      const wanted = GADGETS.filter((g) => families.includes(FAMILY_OF[g]));
+      observing = wanted.filter((g) => (g !== 'trace_open' && g !== 'trace_exec') || lsm.state.bpfLsm === 'available');
+      const skipped = wanted.filter((g) => !observing.includes(g)).map((g) => FAMILY_OF[g]);
+      notObserved = [why];
+      if (skipped.length > 0) notObserved.push(`${skipped.join(' and ')} not observed: BPF-LSM is ${lsm.state.bpfLsm} on this node`);
+      engine?.set(observing);
+    };
     engine = new Engine({
       igPath: config.ig.path,
       image: (g) => `${config.ig.repository}/${g}:${config.ig.version}`,
@@ -128,7 +139,31 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
       onState: (g, trouble) => (trouble === null ? troubles.delete(g) : troubles.set(g, trouble)),
       log,
     });
-    engine.start(observing);
+    if (config.policies === 'auto') {
+      try {
+        watcher = PolicyWatcher.create({
+          env: config.kubeEnv,
+          intervalMs: config.policyIntervalMs,
+          onPlan: (plan: ObservationPlan) => {
+            adapter.configure(plan.families);
+            policyNotes = plan.notes;
+            const families = [...plan.families.keys()];
+            const absent = (['dns', 'network', 'open', 'exec'] as const).filter((f) => !plan.families.has(f));
+            observe(families, absent.length > 0 ? `no monitor RuntimePolicy for ${absent.join(', ')}: not observed` : 'following the RuntimePolicies');
+          },
+          onTrouble: (t) => (policyTrouble = t),
+        });
+      } catch (err) {
+        policyTrouble = `cannot load the Kubernetes client configuration: ${(err as Error).message}`;
+      }
+    }
+    if (watcher) {
+      // A family whose policy is absent is not observed: nothing runs until the policies are read.
+      notObserved = ['waiting for the RuntimePolicies'];
+      void watcher.start();
+    } else {
+      observe(config.families, `observing REINS_SENSOR_FAMILIES (${config.policies === 'off' ? 'REINS_SENSOR_POLICIES=off' : 'no Kubernetes API configuration'})`);
+    }
   }
 
   return {
