@@ -157,13 +157,13 @@ export class Reporter {
     await this.pumping;
   }
 
-  /** Posts the node status now; failures are counted and the next tick tries again. */
-  async sendStatus(): Promise<boolean> {
+  /** Posts the node status now (`override` replaces fields); failures are counted and the next tick tries again. */
+  async sendStatus(override?: Partial<NodeStatus>): Promise<boolean> {
     let status: NodeStatus;
     try {
-      status = await this.options.status();
+      status = { ...(await this.options.status()), ...override };
     } catch (err) {
-      status = { node: this.o.node, sensorAlive: true, bpfLsm: 'unknown', reason: `status unavailable: ${String(err)}` };
+      status = { node: this.o.node, sensorAlive: true, bpfLsm: 'unknown', reason: `status unavailable: ${String(err)}`, ...override };
     }
     const result = await this.post('/api/v1/runtime/sensor/status', status);
     if (result === 'ok') {

@@ -81,13 +81,14 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
   const done = new Promise<number>((resolve) => (finish = resolve));
   let stopping: Promise<void> | null = null;
 
-  const shutdown = async (drainMs: number): Promise<boolean> => {
+  /** `stopping`: a sensor told to stop (SIGTERM) says so, so that Reins shows it not running rather than silent. */
+  const shutdown = async (drainMs: number, stopping = false): Promise<boolean> => {
     clearInterval(expireTimer);
     watcher?.stop();
     await engine?.stop();
     adapter.expire(true);
     const delivered = await reporter.drain(drainMs);
-    await reporter.sendStatus();
+    await reporter.sendStatus(stopping ? { sensorAlive: false, reason: 'stopped (SIGTERM or SIGINT): no longer observing this node' } : undefined);
     await reporter.stop();
     await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
     metricsServer.closeAllConnections?.();
@@ -171,7 +172,7 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
     metricsPort,
     done,
     stop: () => {
-      stopping ??= shutdown(Math.min(config.drainMs, 5_000)).then(() => finish(0));
+      stopping ??= shutdown(Math.min(config.drainMs, 5_000), true).then(() => finish(0));
       return stopping;
     },
   };

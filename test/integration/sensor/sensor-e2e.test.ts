@@ -293,6 +293,10 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
       assert.match(sensor.stderr(), /unreachable/);
       assert.match(sensor.stderr(), /delivered again/);
       assert.equal(await stopSensor(sensor), 0);
+      // Stopped, it says so: Reins shows the node's sensor not running rather than waiting for the status to go stale.
+      const stopped = (await admin.get('/api/v1/runtime/status')).body.nodes.find((n: any) => n.node === 'node-d');
+      assert.equal(stopped.sensorAlive, false);
+      assert.match(stopped.reason, /not running.*stopped \(SIGTERM or SIGINT\)/);
     } finally {
       await relay.down();
     }
