@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRuntimeCluster } from '../../../src/runtime-guard/kube/runtime-cluster.js';
-import type { Replica } from '../../../src/server.js';
+import type { Replica } from '../../../src/app/server.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
 import { ADMIN_TOKEN, Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { mintSensorToken, startGuardReplica } from '../runtime-guard/helpers.js';
