@@ -34,6 +34,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   'held-calls': ['identity', 'audit', 'store', 'config', 'shared'],
   approvals: ['budgets', 'held-calls', 'identity', 'audit', 'store', 'shared'],
   'runtime-guard': ['config', 'audit', 'store', 'shared'],
+  // The node sensor is a program of its own: it shares only the ingest wire types (type-only).
+  sensor: ['runtime-guard'],
   'planes/llm': ['config', 'shared'],
   'planes/mcp': ['planes/llm', 'config', 'shared'],
   'planes/egress': ['config', 'shared'],
