@@ -3,7 +3,7 @@
  * (against the cluster's naming rules and the provider catalogue). Built once per facts snapshot (`classifierFor`),
  * with every answer memoised per distinct name, address and pod.
  */
-import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, unattributedName } from './addresses.js';
+import { inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
 import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
 import { buildOwnerIndex, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
@@ -26,6 +26,12 @@ export interface AddressClass {
   factsName: string | undefined;
   /** The class the address alone gives; undefined for an external address, which its name decides. */
   cls: FindingClass | undefined;
+  /**
+   * An external address that a Service's EndpointSlice lists (a Service without a selector pointing outside the
+   * cluster): the Service's DNS name, used as destName when nothing else names the address. It never makes the
+   * address internal.
+   */
+  serviceName?: string;
 }
 
 interface AddressFact {
@@ -50,6 +56,8 @@ export interface FactsIndex {
   /** null when two pods share the address (host-network pods). */
   podsByIp: ReadonlyMap<string, PodFact | null>;
   addresses: ReadonlyMap<string, AddressFact>;
+  /** External addresses listed by a Service's EndpointSlice -> the Service's DNS name (see `AddressClass.serviceName`). */
+  externalEndpoints: ReadonlyMap<string, string>;
   /** `<svc>.<ns>` of every Service. */
   serviceNames: ReadonlySet<string>;
   selfServiceNames: ReadonlySet<string>;
@@ -86,6 +94,23 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     return 'in-cluster';
   };
 
+  // The cluster's own ranges: every pod IP, every ClusterIP, every node address, and the pod and Service CIDRs
+  // when the API exposes them. An EndpointSlice address outside them is not in-cluster whatever the Service says.
+  const clusterAddresses = new Set<string>();
+  for (const pod of facts.pods) {
+    if (pod.ip !== '') clusterAddresses.add(pod.ip);
+    for (const ip of pod.ips ?? []) clusterAddresses.add(ip);
+  }
+  for (const svc of facts.services) for (const ip of svc.clusterIPs) clusterAddresses.add(ip);
+  for (const node of facts.nodes) for (const ip of node.addresses) clusterAddresses.add(ip);
+  const clusterRanges: Array<[number, number]> = [];
+  for (const cidr of [...facts.nodes.flatMap((n) => n.podCIDRs ?? []), ...(facts.serviceCIDRs ?? [])]) {
+    const range = parseIpv4Cidr(cidr);
+    if (range) clusterRanges.push(range);
+  }
+  const inClusterRanges = (ip: string): boolean => clusterAddresses.has(ip) || inIpv4Ranges(ip, clusterRanges);
+  const externalEndpoints = new Map<string, string>();
+
   const serviceNames = new Set<string>();
   for (const svc of facts.services) {
     serviceNames.add(`${svc.name}.${svc.namespace}`);
@@ -94,8 +119,15 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
   const selfPodNames = new Set<string>();
   for (const slice of facts.endpointSlices) {
     const reason = serviceReason(slice.namespace, slice.serviceName);
+    // `default/kubernetes` lists the control plane's own addresses (managed control planes sit outside the node
+    // ranges) and only the API server writes it; every other Service's endpoints count only inside the cluster's ranges.
+    const apiServer = reason === 'cluster-apiserver';
     for (const endpoint of slice.endpoints) {
-      for (const ip of endpoint.addresses) add(ip, serviceDns(slice.serviceName, slice.namespace), reason);
+      for (const ip of endpoint.addresses) {
+        if (ip === '' || isImds(ip) || isNodeOrLinkLocal(ip)) continue;
+        if (apiServer || inClusterRanges(ip)) add(ip, serviceDns(slice.serviceName, slice.namespace), reason);
+        else if (!externalEndpoints.has(ip)) externalEndpoints.set(ip, serviceDns(slice.serviceName, slice.namespace));
+      }
       // The pods behind the service's own Service are its current pods.
       if (reason === 'service-gateway' && endpoint.targetRef?.kind === 'Pod') {
         selfPodNames.add(nsKey(endpoint.targetRef.namespace ?? slice.namespace, endpoint.targetRef.name));
@@ -144,6 +176,7 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     podsByName,
     podsByIp,
     addresses,
+    externalEndpoints,
     serviceNames,
     selfServiceNames,
     selfPodNames,
@@ -171,7 +204,8 @@ export function classifyAddress(ip: string, index: FactsIndex): AddressClass {
   }
   if (ip === NODELOCAL_DNS_ADDRESS) return { factsName: undefined, cls: INTERNAL('coredns') };
   if (isNodeOrLinkLocal(ip)) return { factsName: undefined, cls: INTERNAL('node-or-link-local') };
-  return { factsName: undefined, cls: undefined };
+  const serviceName = index.externalEndpoints.get(ip);
+  return serviceName === undefined ? { factsName: undefined, cls: undefined } : { factsName: undefined, cls: undefined, serviceName };
 }
 
 /** True for an address nothing but its name can classify: outside the cluster facts and not special. */
@@ -282,8 +316,9 @@ export interface NameInfo {
 export interface AddressInfo extends AddressClass {
   /** Outside the cluster facts and not special: only a name can classify it. */
   external: boolean;
-  /** `ip:<address> (unattributed)`. */
+  /** `ip:<address> (unattributed)` (rung R6), or the Service's name for an external endpoint address (rung R2). */
   unattributed: string;
+  unattributedRung: 'R2' | 'R6';
 }
 
 /** The names a workload asked as is, computed when a fold first needs them. */
@@ -385,8 +420,10 @@ export class Classifier {
   address(ip: string): AddressInfo {
     let info = this.addressInfo.get(ip);
     if (info === undefined) {
-      const { factsName, cls } = classifyAddress(ip, this.index);
-      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: unattributedName(ip) };
+      const { factsName, cls, serviceName } = classifyAddress(ip, this.index);
+      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: serviceName ?? unattributedName(ip),
+        unattributedRung: serviceName === undefined ? 'R6' : 'R2',
+      };
       this.addressInfo.set(ip, info);
     }
     return info;
@@ -447,6 +484,7 @@ function smallFactsKey(facts: ClusterFacts): string {
     facts.selfService,
     facts.selfPods.map((p) => [p.namespace, p.name, p.ip]),
     facts.searchDomains ?? null,
+    facts.serviceCIDRs ?? null,
   ]);
 }
 

@@ -3,7 +3,7 @@
  * (connections and DNS resolutions from the node sensor), next to what the gateway governed. A pure
  * function over plain data; the README in this folder states every rule and why.
  */
-import { normalizeHost } from './addresses.js';
+import { isIpv6, normalizeHost } from './addresses.js';
 import { classifierFor, NOT_A_FINDING, type AddressInfo, type AskedNames, type Classifier, type FindingClass, type NameInfo } from './classify.js';
 import type {
   ClusterFacts,
@@ -184,7 +184,10 @@ function windowClass(kind: FindingClass['kind'], reason: WindowSuppressReason): 
 
 /** An unknown external address with no name: still a real, counted finding. */
 const UNNAMED_EXTERNAL: FindingClass = { kind: 'provider', suppressReason: '' };
-const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external: false, unattributed: '' };
+const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external: false, unattributed: '', unattributedRung: 'R6' };
+
+/** DNS evidence whose answer is an address of the service's own Service: the governed shape (spec "service-gateway"). */
+const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'service-gateway' };
 
 class Reconciler implements AskedNames {
   private readonly pods = new Map<string, Map<string, PodBucket | null>>();
@@ -246,11 +249,15 @@ class Reconciler implements AskedNames {
       const family = o.family;
       if (family !== 'dns' && family !== 'network') continue;
       if (!(o.observedAt >= start && o.observedAt <= end)) continue;
+      // Spec "Limits" (address family): IPv6 traffic yields no row and no marker. A connection to an IPv6 address
+      // is dropped before it can make a row; a DNS answer whose first address is IPv6 gives no destIP.
+      const v6 = isIpv6(o.destIP);
+      if (v6 && family === 'network') continue;
       // The pod first: its workload gets a row for any observation, even one that names nothing.
       const pod = this.podBucket(o.namespace, o.podName, o.podIP);
       if (pod === null) continue;
       if (family === 'dns') {
-        pod.dns.push(o);
+        pod.dns.push(v6 ? { ...o, destIP: '' } : o);
         pod.names.push(c.raw(o.destName));
       } else {
         const ip = o.destIP;
@@ -403,7 +410,13 @@ class Reconciler implements AskedNames {
         const folded = c.fold(info, this);
         if (folded.cls === NOT_A_FINDING) continue;
         const o = pod.dns[i]!;
-        this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', folded.cls, 0, eventCount(o.count), o.behavior, '');
+        let cls = folded.cls;
+        // A provider (or infrastructure) name answered with an address of the service's own Service: the team
+        // rewrote the name to the gateway, the governed shape (spec: "by IP or resolved name").
+        if (!folded.variant && (cls.kind === 'provider' || cls.kind === 'infra') && o.destIP !== '') {
+          if (c.address(o.destIP).cls?.suppressReason === 'service-gateway') cls = SERVICE_GATEWAY;
+        }
+        this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', cls, 0, eventCount(o.count), o.behavior, '');
       }
 
       for (let i = 0; i < pod.network.length; i++) {
@@ -433,11 +446,14 @@ class Reconciler implements AskedNames {
             rung = 'R0';
             if (address.cls) cls = address.cls;
             else if (nameClass === NOT_A_FINDING) continue;
+            // `in-cluster` means in-cluster addresses: an external address stays external whatever an in-cluster
+            // name (a headless or ExternalName Service, say) answered it, so it is classified by the address.
+            else if (nameClass.kind === 'internal' && ip !== '') cls = UNNAMED_EXTERNAL;
             else cls = nameClass;
           } else {
             if (ip === '') continue;
             destName = address.unattributed;
-            rung = 'R6';
+            rung = address.unattributedRung;
             // No identity: an external address is still a real, counted finding.
             cls = address.cls ?? UNNAMED_EXTERNAL;
           }

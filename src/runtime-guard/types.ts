@@ -88,6 +88,8 @@ export interface NodeFact {
   name: string;
   /** `status.addresses[].address` of every type. */
   addresses: string[];
+  /** `spec.podCIDRs` (or `spec.podCIDR`), when the cluster allocates pod ranges per node: part of the cluster's own ranges. */
+  podCIDRs?: string[];
 }
 
 export interface SelfPodFact {
@@ -125,6 +127,8 @@ export interface ClusterFacts {
   selfService: { namespace: string; name: string } | null;
   /** Pods known to belong to the service's own workload, current and previous. */
   selfPods: SelfPodFact[];
+  /** The Service CIDRs, when known (ServiceCIDR objects or configuration): part of the cluster's own ranges. */
+  serviceCIDRs?: string[];
   /** Node resolver search domains beyond the cluster ones (e.g. a corporate domain), optional. */
   searchDomains?: string[];
 }

@@ -48,6 +48,7 @@ const names = [
   'pypi.org.svc.cluster.local',
   'orders.shop.svc.cluster.local',
   'orders.shop',
+  'llm-proxy.eng.svc.cluster.local',
   'reins.reins.svc.cluster.local',
   'reins.reins',
   'kubernetes.default.svc',
@@ -83,6 +84,9 @@ const addresses = [
   '169.254.1.1',
   '127.0.0.1',
   'fe80::1',
+  '2606:4700::6810:85e5',
+  '104.18.33.45',
+  '10.244.3.3',
   '',
 ];
 
@@ -153,6 +157,15 @@ const snapshots: Array<ClusterFacts | null> = [
   { ...base, selfService: null },
   { ...base, clusterDnsAddresses: ['198.51.100.8'] },
   { ...base, pods: base.pods.filter((p) => p.name !== 'db-0') },
+  // A Service without a selector: one endpoint outside the cluster's ranges (a provider address), one inside a node's pod CIDR.
+  {
+    ...base,
+    nodes: [{ name: 'node-a', addresses: [IP.node], podCIDRs: ['10.244.3.0/24'] }],
+    endpointSlices: [
+      ...base.endpointSlices,
+      { namespace: 'eng', serviceName: 'llm-proxy', endpoints: [{ addresses: ['104.18.33.45', IP.openai, '10.244.3.3'] }] },
+    ],
+  },
   null,
 ];
 const factsArb = fc.constantFrom(...snapshots);

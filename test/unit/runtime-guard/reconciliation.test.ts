@@ -496,3 +496,86 @@ describe('ordering', () => {
     ]);
   });
 });
+
+describe('issue 18: no evasion by Service, IPv6, the own Service by resolved name', () => {
+  // A Service without a selector whose EndpointSlice points at a provider address, and one at an address inside a
+  // node's pod CIDR (a pod the facts do not list yet).
+  const proxyFacts = makeFacts({
+    nodes: [{ name: 'node-a', addresses: [IP.node], podCIDRs: ['10.244.3.0/24'] }],
+    services: [...makeFacts().services, { namespace: 'eng', name: 'llm-proxy', clusterIPs: ['10.96.5.5'] }, { namespace: 'eng', name: 'llm-headless', clusterIPs: ['None'] }],
+    endpointSlices: [
+      ...makeFacts().endpointSlices,
+      { namespace: 'eng', serviceName: 'llm-proxy', endpoints: [{ addresses: [IP.openai, '10.244.3.3'] }] },
+      { namespace: 'eng', serviceName: 'llm-headless', endpoints: [{ addresses: [IP.anthropic] }] },
+    ],
+  });
+
+  test('an EndpointSlice address outside the cluster ranges stays external: provider, counted, named after the Service', () => {
+    const row = rowOf(run([conn('agent-7d9f-a', IP.openai)], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'llm-proxy.eng.svc.cluster.local');
+    assert.equal(dest.kind, 'provider');
+    assert.equal(dest.suppressed, false);
+    assert.equal(dest.rung, 'R2');
+    assert.equal(dest.destIP, IP.openai);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('a DNS-named provider address behind a selector-less Service keeps the provider name', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.openai), conn('agent-7d9f-a', IP.openai)], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.source, 'network');
+    assert.equal(dest.suppressed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('an EndpointSlice address inside a node pod CIDR stays in-cluster', () => {
+    const row = rowOf(run([conn('agent-7d9f-a', '10.244.3.3')], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'llm-proxy.eng.svc.cluster.local');
+    assert.equal(dest.suppressReason, 'in-cluster');
+    assert.equal(row.bypassedDestinations, 0);
+  });
+
+  test('a headless Service name answered with an external address does not make the connection in-cluster', () => {
+    const row = rowOf(
+      run([dns('agent-7d9f-a', 'llm-headless.eng.svc.cluster.local', IP.anthropic), conn('agent-7d9f-a', IP.anthropic)], { facts: proxyFacts }),
+      AGENT,
+    );
+    const dest = destOf(row, 'llm-headless.eng.svc.cluster.local', false);
+    assert.equal(dest.kind, 'provider');
+    assert.equal(dest.source, 'network');
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('IPv6: a connection to an IPv6 address yields no row and no destination', () => {
+    const result = run([conn('db-0', '2606:4700::6810:85e5'), conn('agent-7d9f-a', '2606:4700::6810:85e5'), dns('agent-7d9f-a', 'orders.shop')]);
+    assert.equal(result.rows.some((r) => r.workloadKey === 'eng/StatefulSet/db' && r.destinations.length > 0), false);
+    const row = rowOf(result, AGENT);
+    assert.equal(row.destinations.some((d) => d.destName.includes('2606')), false);
+    assert.equal(row.bypassedDestinations, 0);
+  });
+
+  test('IPv6: a DNS answer whose first address is IPv6 gives no destIP, the question still counts', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', '2606:4700::6810:85e5'), conn('agent-7d9f-a', '2606:4700::6810:85e5')]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.destIP, '');
+    assert.equal(dest.source, 'dns');
+    assert.equal(row.dnsOnly, true);
+  });
+
+  test('a provider name answered with the own Service address is service-gateway, not counted', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.reinsClusterIP), conn('agent-7d9f-a', IP.reinsClusterIP)]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.suppressed, true);
+    assert.equal(dest.suppressReason, 'service-gateway');
+    assert.equal(row.bypassedDestinations, 0);
+    assert.equal(row.m, 0);
+    assert.equal(row.dnsOnly, false);
+  });
+
+  test('the same provider name also answered with its real address stays counted', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.reinsClusterIP), dns('agent-7d9f-b', 'api.openai.com', IP.openai)]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.suppressed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+});

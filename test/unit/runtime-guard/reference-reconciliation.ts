@@ -8,7 +8,7 @@
  * (connections and DNS resolutions from the node sensor), next to what the gateway governed. A pure
  * function over plain data; the README in this folder states every rule and why.
  */
-import { normalizeHost } from '../../../src/runtime-guard/addresses.js';
+import { isIpv6, normalizeHost } from '../../../src/runtime-guard/addresses.js';
 import {
   buildFactsIndex,
   classifyAddress,
@@ -66,6 +66,10 @@ export function unattributedName(ip: string): string {
 // ---- Pass 1: observations aggregated per pod. ----
 
 interface DnsAggregate {
+  /** The name as asked. */
+  raw: string;
+  /** The answers are addresses of the service's own Service (keyed apart from the others). */
+  gatewayAnswer: boolean;
   count: number;
   /** The last behavior added: most repeats are skipped with one comparison. */
   lastBehavior: string;
@@ -206,6 +210,9 @@ class Reconciler {
       const family = o.family;
       if (family !== 'dns' && family !== 'network') continue;
       if (!(o.observedAt >= start && o.observedAt <= end)) continue;
+      // Spec "Limits": IPv6 yields no row; a DNS answer whose first address is IPv6 gives no destIP.
+      if (family === 'network' && isIpv6(o.destIP)) continue;
+      const destIP = isIpv6(o.destIP) ? '' : o.destIP;
       let inNamespace = this.pods.get(o.namespace);
       if (!inNamespace) this.pods.set(o.namespace, (inNamespace = new Map()));
       const podKey = o.podName !== '' ? o.podName : `ip:${o.podIP}`;
@@ -214,13 +221,18 @@ class Reconciler {
       if (slot === null) continue;
       const count = eventCount(o.count);
       if (family === 'dns') {
-        let agg = slot.dns.get(o.destName);
-        if (!agg) slot.dns.set(o.destName, (agg = { count: 0, lastBehavior: '', behaviors: new Set(), lastAnswer: '', answers: new Set() }));
+        const gatewayAnswer = destIP !== '' && this.addressClass(destIP).cls?.suppressReason === 'service-gateway';
+        const key = gatewayAnswer ? `gw\u0000${o.destName}` : o.destName;
+        let agg = slot.dns.get(key);
+        if (!agg) {
+          agg = { raw: o.destName, gatewayAnswer, count: 0, lastBehavior: '', behaviors: new Set(), lastAnswer: '', answers: new Set() };
+          slot.dns.set(key, agg);
+        }
         agg.count += count;
         addBehavior(agg, o.behavior);
-        if (o.destIP !== '' && o.destIP !== agg.lastAnswer) {
-          agg.answers.add(o.destIP);
-          agg.lastAnswer = o.destIP;
+        if (destIP !== '' && destIP !== agg.lastAnswer) {
+          agg.answers.add(destIP);
+          agg.lastAnswer = destIP;
         }
       } else {
         if (o.destIP === '' && o.destName === '') continue;
@@ -257,10 +269,10 @@ class Reconciler {
             external = true;
           }
         }
-        for (const [raw, agg] of pod.dns) {
+        for (const agg of pod.dns.values()) {
           for (const ip of agg.answers) answered.add(ip);
           if (!external) continue;
-          const name = this.normalize(raw);
+          const name = this.normalize(agg.raw);
           const cls = this.nameClass(name);
           if (cls !== NOT_A_FINDING && cls.kind !== 'provider' && cls.kind !== 'infra') continue;
           if (!isPublicLookingName(name, this.index)) continue;
@@ -340,7 +352,7 @@ class Reconciler {
     };
 
     const bare = new Set<string>();
-    for (const pod of workload.pods) for (const raw of pod.dns.keys()) bare.add(this.normalize(raw));
+    for (const pod of workload.pods) for (const agg of pod.dns.values()) bare.add(this.normalize(agg.raw));
 
     // Address -> the name a DNS answer gave it: the pod's own answers first, then any pod of the same
     // workload, so that a replica reusing an address it resolved before the window (DNS caching) does not
@@ -356,13 +368,16 @@ class Reconciler {
 
     for (const [podIndex, pod] of workload.pods.entries()) {
       const answerNames = podAnswers[podIndex]!;
-      for (const [raw, agg] of pod.dns) {
-        const name = this.normalize(raw);
+      for (const agg of pod.dns.values()) {
+        const name = this.normalize(agg.raw);
         if (name === '') continue;
         const folded = this.foldedClass(name, bare);
         if (folded.cls === NOT_A_FINDING) continue;
         const key = folded.variant ? `variant\u0000${folded.destName}` : `name\u0000${folded.destName}`;
-        record(key, folded.destName, 'R0', folded.cls, 0, agg.count, agg.behaviors, '');
+        // A provider name answered with the service's own Service: the governed shape.
+        const gateway = agg.gatewayAnswer && !folded.variant && (folded.cls.kind === 'provider' || folded.cls.kind === 'infra');
+        const cls: FindingClass = gateway ? { kind: 'internal', suppressReason: 'service-gateway' } : folded.cls;
+        record(key, folded.destName, 'R0', cls, 0, agg.count, agg.behaviors, '');
       }
 
       for (const agg of pod.network.values()) {
@@ -390,11 +405,13 @@ class Reconciler {
             rung = 'R0';
             if (address.cls) cls = address.cls;
             else if (nameClass === NOT_A_FINDING) continue;
+            // An external address stays external whatever an in-cluster name answered it.
+            else if (nameClass.kind === 'internal' && agg.ip !== '') cls = { kind: 'provider', suppressReason: '' };
             else cls = nameClass;
           } else {
             if (agg.ip === '') continue;
-            destName = unattributedName(agg.ip);
-            rung = 'R6';
+            destName = address.serviceName ?? unattributedName(agg.ip);
+            rung = address.serviceName !== undefined ? 'R2' : 'R6';
             // No identity: an external address is still a real, counted finding.
             cls = address.cls ?? { kind: 'provider', suppressReason: '' };
           }
@@ -469,9 +486,9 @@ class Reconciler {
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
   private answerNames(pod: PodBucket, bare: ReadonlySet<string>): Map<string, string> {
     const answers = new Map<string, string>();
-    for (const [raw, agg] of pod.dns) {
+    for (const agg of pod.dns.values()) {
       if (agg.answers.size === 0) continue;
-      const name = this.normalize(raw);
+      const name = this.normalize(agg.raw);
       if (name === '') continue;
       const folded = this.foldedClass(name, bare);
       if (folded.variant || folded.cls?.suppressReason === 'reverse-dns') continue;
