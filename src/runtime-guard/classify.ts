@@ -6,7 +6,7 @@
 import { inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
 import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
-import { buildOwnerIndex, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
+import { buildOwnerIndex, controllerOf, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
 
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 
@@ -15,6 +15,11 @@ export interface FindingClass {
   kind: FindingKind;
   /** '' when the destination is not suppressed (kinds `provider` and `imds`). */
   suppressReason: SuppressReason | '';
+}
+
+/** Namespaces whose workloads get a row only with evidence: the cluster's own machinery. */
+export function isSystemNamespace(namespace: string): boolean {
+  return namespace === 'kube-system' || namespace === 'kube-public';
 }
 
 /** A name that is neither an AI provider nor infrastructure the spec lists: not a finding. */
@@ -343,8 +348,55 @@ export class Classifier {
   /** Namespace -> pod name (or `ip:<podIP>` for a pod without a name) -> its workload. */
   private readonly pods = new Map<string, Map<string, PodRef>>();
   private podCount = 0;
+  private workloadList: readonly WorkloadRef[] | undefined;
 
   constructor(readonly index: FactsIndex) {}
+
+  /**
+   * Every workload of the cluster facts that gets a row with or without evidence (spec "rows: One row per
+   * workload"): each pod's workload (Deployment, StatefulSet, DaemonSet, CronJob, Job, or the pod itself), then the
+   * Deployments and CronJobs known only through a ReplicaSet or Job of theirs (scaled to zero, between runs) and bare
+   * Jobs and ReplicaSets. Not kube-system or kube-public, not the service's own. In facts order; computed once per
+   * snapshot.
+   */
+  clusterWorkloads(): readonly WorkloadRef[] {
+    if (this.workloadList !== undefined) return this.workloadList;
+    const index = this.index;
+    const seen = new Set<string>();
+    const out: WorkloadRef[] = [];
+    const push = (ref: WorkloadRef | null): void => {
+      if (ref === null || seen.has(ref.workloadKey)) return;
+      seen.add(ref.workloadKey);
+      if (isSystemNamespace(ref.namespace) || index.selfWorkloadKeys.has(ref.workloadKey)) return;
+      out.push(ref);
+    };
+    for (const inNamespace of index.podsByName.values()) {
+      for (const pod of inNamespace.values()) {
+        if (isSystemNamespace(pod.namespace)) continue;
+        push(this.pod(pod.namespace, pod.name, pod.ip, pod.name));
+      }
+    }
+    for (const [kind, controllers] of [
+      ['ReplicaSet', index.owners.replicaSets],
+      ['Job', index.owners.jobs],
+    ] as const) {
+      for (const controller of controllers.values()) {
+        if (isSystemNamespace(controller.namespace)) continue;
+        const owner = controllerOf(controller.ownerReferences);
+        const ownerKind = owner && owner.name !== '' ? owner.kind : kind;
+        const ownerName = owner && owner.name !== '' ? owner.name : controller.name;
+        push({
+          workloadKey: `${controller.namespace}/${ownerKind}/${ownerName}`,
+          namespace: controller.namespace,
+          kind: ownerKind,
+          name: ownerName,
+          attributionConfirmed: true,
+          attributionNote: '',
+        });
+      }
+    }
+    return (this.workloadList = out);
+  }
 
   /** Drops the memos when they grew past their bound (between two reconciliations). */
   trim(): void {

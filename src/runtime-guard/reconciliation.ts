@@ -302,10 +302,17 @@ class Reconciler implements AskedNames {
     return `pods resolved ${resolvedNames.size} distinct external names, yet every external connection went to ${addresses}, which no DNS answer gave`;
   }
 
+  /** Every workload of the cluster facts gets a row, evidence or not (after the observed ones: those keep their ref). */
+  addClusterWorkloads(): void {
+    for (const ref of this.c.clusterWorkloads()) {
+      if (!this.workloads.has(ref.workloadKey)) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+    }
+  }
+
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
     for (const workload of this.workloads.values()) {
-      rows.push(this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
+      rows.push(workload.pods.length === 0 ? quietRow(workload.ref, governed) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
     }
     rows.sort(
       (a, b) =>
@@ -549,6 +556,24 @@ class Reconciler implements AskedNames {
   }
 }
 
+/** A workload without evidence in the window (spec rule 3: most rows of a healthy cluster look like this). */
+function quietRow(ref: WorkloadRef, governed: GovernedIndex): ReconciliationRow {
+  return {
+    workloadKey: ref.workloadKey,
+    namespace: ref.namespace,
+    kind: ref.kind,
+    name: ref.name,
+    bypassedDestinations: 0,
+    m: 0,
+    n: governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name))?.total ?? 0,
+    dnsOnly: false,
+    joinMethod: 'name-based',
+    attributionConfirmed: ref.attributionConfirmed,
+    attributionNote: ref.attributionNote,
+    destinations: [],
+  };
+}
+
 /** Several names answered the same address: a provider name wins (it is the one that must not be missed), then the smallest. */
 function preferName(candidate: NameInfo, current: NameInfo): boolean {
   const byRank = candidate.rank - current.rank;
@@ -645,6 +670,7 @@ export function reconcile(input: ReconcileInput): ReconciliationResult {
   const usable = factsUsable(input.facts, input.nowUnix);
   const reconciler = new Reconciler(classifierFor(input.facts ?? NO_FACTS));
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
+  reconciler.addClusterWorkloads();
 
   let windowReason: WindowSuppressReason | null = null;
   let natDetail = '';

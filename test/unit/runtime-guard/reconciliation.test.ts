@@ -253,7 +253,9 @@ describe('counting', () => {
       observation({ family: 'other', podName: 'db-0' }),
       dns('agent-7d9f-a', 'api.mistral.ai', '', { observedAt: WINDOW.windowStartUnix }),
     ]);
-    assert.deepEqual(result.rows.map((r) => r.workloadKey), [AGENT]);
+    // Every workload has a row (issue 18 item 5); only the agent's carries evidence.
+    assert.deepEqual(result.rows.filter((r) => r.destinations.length > 0).map((r) => r.workloadKey), [AGENT]);
+    assert.deepEqual(rowOf(result, 'eng/StatefulSet/db').destinations, []);
     assert.deepEqual(rowOf(result, AGENT).destinations.map((d) => d.destName), ['api.mistral.ai']);
   });
 
@@ -272,13 +274,13 @@ describe('counting', () => {
         ],
       }),
     });
-    assert.deepEqual(result.rows, []);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
     assert.equal(result.networkDetectorDisabled, false);
   });
 
   test('an unnamed observation from a previous pod\'s address is dropped too', () => {
     const result = run([conn('', IP.openai, { namespace: 'reins', podIP: '10.244.9.1' })]);
-    assert.deepEqual(result.rows, []);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
   });
 
   test('n joins governed calls of every type to the workload by name', () => {
@@ -577,5 +579,47 @@ describe('issue 18: no evasion by Service, IPv6, the own Service by resolved nam
     const dest = destOf(row, 'api.openai.com');
     assert.equal(dest.suppressed, false);
     assert.equal(row.bypassedDestinations, 1);
+  });
+});
+
+describe('issue 18: every workload has a row', () => {
+  test('workloads without evidence get a quiet row; system namespaces and the service itself do not', () => {
+    const facts = makeFacts({
+      pods: [
+        ...makeFacts().pods,
+        { namespace: 'kube-system', name: 'coredns-1', ip: '10.244.0.2', node: 'node-a', containers: [{ name: 'coredns', image: 'coredns:1' }], ownerReferences: [] },
+        { namespace: 'ops', name: 'fluent-x1', ip: '10.244.0.3', node: 'node-a', containers: [{ name: 'app', image: 'fluent:1' }], ownerReferences: [{ kind: 'DaemonSet', name: 'fluent', controller: true }] },
+      ],
+      // A Deployment scaled to zero (only its ReplicaSet is left), a CronJob between runs, a bare Job.
+      replicaSets: [...makeFacts().replicaSets, { namespace: 'eng', name: 'idle-55', ownerReferences: [{ kind: 'Deployment', name: 'idle', controller: true }] }],
+      jobs: [
+        { namespace: 'eng', name: 'nightly-29000', ownerReferences: [{ kind: 'CronJob', name: 'nightly', controller: true }] },
+        { namespace: 'eng', name: 'migrate', ownerReferences: [] },
+      ],
+    });
+    const result = run([conn('agent-7d9f-a', IP.openai)], { facts, governedCalls: [call('llm', 'eng/db')] });
+    assert.deepEqual(result.rows.map((r) => r.workloadKey), [
+      AGENT,
+      'eng/CronJob/nightly',
+      'eng/Deployment/idle',
+      'eng/Deployment/meshy',
+      'eng/Job/migrate',
+      'eng/Pod/scratch',
+      'eng/StatefulSet/db',
+      'ops/DaemonSet/fluent',
+      'shop/Deployment/orders',
+    ]);
+    const db = rowOf(result, 'eng/StatefulSet/db');
+    assert.deepEqual(
+      { m: db.m, n: db.n, bypassed: db.bypassedDestinations, dnsOnly: db.dnsOnly, destinations: db.destinations, confirmed: db.attributionConfirmed },
+      { m: 0, n: 1, bypassed: 0, dnsOnly: false, destinations: [], confirmed: true },
+    );
+    assert.equal(rowOf(result, 'eng/Pod/scratch').attributionConfirmed, false);
+    assert.equal(rowOf(result, 'eng/Deployment/meshy').attributionNote, 'pod-level (multi-container)');
+  });
+
+  test('without cluster facts only observed workloads have rows', () => {
+    const result = run([conn('agent-7d9f-a', IP.openai)], { facts: null });
+    assert.deepEqual(result.rows.map((r) => r.workloadKey), ['eng/Pod/agent-7d9f-a']);
   });
 });

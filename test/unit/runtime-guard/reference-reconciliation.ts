@@ -33,7 +33,7 @@ import type {
   Rung,
   WindowSuppressReason,
 } from '../../../src/runtime-guard/types.js';
-import { podLevelWorkload, resolveWorkload, type WorkloadRef } from '../../../src/runtime-guard/workload.js';
+import { controllerOf, podLevelWorkload, resolveWorkload, type WorkloadRef } from '../../../src/runtime-guard/workload.js';
 
 /**
  * Cluster facts older than this stand the network detector down: pod and Service addresses get reused,
@@ -202,6 +202,43 @@ class Reconciler {
     const bucket: PodBucket = { dns: new Map(), network: new Map() };
     workload.pods.push(bucket);
     return bucket;
+  }
+
+  /**
+   * Every workload of the facts gets a row, evidence or not: each pod's (through the same resolution as an observed
+   * pod), then the owners of ReplicaSets and Jobs; not kube-system or kube-public, not the service's own.
+   */
+  addClusterWorkloads(facts: ClusterFacts): void {
+    const system = (ns: string): boolean => ns === 'kube-system' || ns === 'kube-public';
+    const done = new Set<string>();
+    const add = (ref: WorkloadRef): void => {
+      if (done.has(ref.workloadKey)) return;
+      done.add(ref.workloadKey);
+      if (system(ref.namespace) || this.index.selfWorkloadKeys.has(ref.workloadKey) || this.workloads.has(ref.workloadKey)) return;
+      this.workloads.set(ref.workloadKey, { ref, pods: [] });
+    };
+    // The facts' pods in the index's order (one entry per namespace and name, the last one listed).
+    for (const inNamespace of this.index.podsByName.values()) {
+      for (const pod of inNamespace.values()) {
+        if (system(pod.namespace)) continue;
+        if (this.index.selfPodNames.has(`${pod.namespace}/${pod.name}`)) continue;
+        const ref = resolveWorkload(pod, this.index.owners);
+        if (ref.attributionConfirmed && this.index.selfWorkloadKeys.has(ref.workloadKey)) continue;
+        add(ref);
+      }
+    }
+    for (const [kind, list] of [['ReplicaSet', facts.replicaSets], ['Job', facts.jobs]] as const) {
+      const last = new Map<string, (typeof list)[number]>();
+      for (const c of list) last.set(`${c.namespace}/${c.name}`, c);
+      for (const c of last.values()) {
+        if (system(c.namespace)) continue;
+        const owner = controllerOf(c.ownerReferences);
+        const named = owner !== undefined && owner.name !== '';
+        const ownerKind = named ? owner.kind : kind;
+        const ownerName = named ? owner.name : c.name;
+        add({ workloadKey: `${c.namespace}/${ownerKind}/${ownerName}`, namespace: c.namespace, kind: ownerKind, name: ownerName, attributionConfirmed: true, attributionNote: '' });
+      }
+    }
   }
 
   /** Pass 1: one map lookup chain per observation; everything else works on the aggregates. */
@@ -597,6 +634,7 @@ export function reconcile(input: ReconcileInput): ReconciliationResult {
   const usable = factsUsable(input.facts, input.nowUnix);
   const reconciler = new Reconciler(input.facts ?? emptyClusterFacts());
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
+  reconciler.addClusterWorkloads(input.facts ?? emptyClusterFacts());
 
   let windowReason: WindowSuppressReason | null = null;
   let natDetail = '';
