@@ -5,8 +5,8 @@
  */
 import { inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
-import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
-import { buildOwnerIndex, controllerOf, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
+import { INFERRED_FROM_POD_NAME, type ClusterFacts, type FindingKind, type PodFact, type SuppressReason } from './types.js';
+import { buildOwnerIndex, controllerOf, inferWorkloadFromName, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
 
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 
@@ -69,7 +69,29 @@ export interface FactsIndex {
   selfPodNames: ReadonlySet<string>;
   selfPodIps: ReadonlySet<string>;
   selfWorkloadKeys: ReadonlySet<string>;
+  /** `<ns>/<pod>` -> the workload remembered for a pod seen earlier (`ClusterFacts.podOwners`). */
+  podOwners: ReadonlyMap<string, WorkloadRef>;
   searchDomains: readonly string[];
+}
+
+/**
+ * The workload of the pod an observation names: through its live owner chain when the facts list the pod and the
+ * chain holds; else as remembered when it lived (`podOwners`); else, for a pod missing from the facts, inferred from
+ * Kubernetes' naming (unconfirmed, noted); else the pod itself.
+ */
+export function resolvePodWorkload(pod: PodFact | undefined, namespace: string, name: string, index: FactsIndex): WorkloadRef {
+  if (pod) {
+    const ref = resolveWorkload(pod, index.owners);
+    if (ref.attributionConfirmed || pod.ownerReferences.length === 0) return ref;
+    // The chain broke (its ReplicaSet or Job is gone): the owner remembered while it held.
+    return index.podOwners.get(nsKey(namespace, name)) ?? ref;
+  }
+  return index.podOwners.get(nsKey(namespace, name)) ?? inferWorkloadFromName(namespace, name, index.owners) ?? podLevelWorkload(namespace, name);
+}
+
+/** Whether a pod with this workload is one of the service's own (dropped): a confirmed or inferred owner of theirs. */
+export function isSelfWorkload(ref: WorkloadRef, index: FactsIndex): boolean {
+  return (ref.attributionConfirmed || ref.attributionNote === INFERRED_FROM_POD_NAME) && index.selfWorkloadKeys.has(ref.workloadKey);
 }
 
 function nsKey(namespace: string, name: string): string {
@@ -173,6 +195,20 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     if (workload.attributionConfirmed) selfWorkloadKeys.add(workload.workloadKey);
   }
 
+  const podOwners = new Map<string, WorkloadRef>();
+  for (const p of facts.podOwners ?? []) {
+    const key = nsKey(p.namespace, p.name);
+    if (podOwners.has(key) || p.kind === '' || p.workload === '') continue;
+    podOwners.set(key, {
+      workloadKey: `${p.namespace}/${p.kind}/${p.workload}`,
+      namespace: p.namespace,
+      kind: p.kind,
+      name: p.workload,
+      attributionConfirmed: p.kind !== 'Pod',
+      attributionNote: '',
+    });
+  }
+
   const selfServiceNames = new Set(self ? serviceNameForms(self.name, self.namespace, clusterDomain) : []);
   const searchDomains = (facts.searchDomains ?? []).map(normalizeHostname).filter((d) => d !== '');
   return {
@@ -187,6 +223,7 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     selfPodNames,
     selfPodIps,
     selfWorkloadKeys,
+    podOwners,
     searchDomains,
   };
 }
@@ -504,9 +541,8 @@ export class Classifier {
     const name = pod?.name ?? (podName !== '' ? podName : podIP);
     if (index.selfPodNames.has(nsKey(namespace, name))) return null;
     if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
-    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
-    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
-    return ref;
+    const ref = resolvePodWorkload(pod, namespace, name, index);
+    return isSelfWorkload(ref, index) ? null : ref;
   }
 }
 
@@ -537,6 +573,7 @@ function smallFactsKey(facts: ClusterFacts): string {
     facts.selfPods.map((p) => [p.namespace, p.name, p.ip]),
     facts.searchDomains ?? null,
     facts.serviceCIDRs ?? null,
+    facts.podOwners ?? null,
   ]);
 }
 

@@ -233,6 +233,8 @@ class Reconciler implements AskedNames {
       if (ref !== null) {
         let workload = this.workloads.get(ref.workloadKey);
         if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+        // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
+        else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
         bucket = { dns: [], names: [], network: [], addresses: [], sensorNames: [], external: false };
         workload.pods.push(bucket);
       }
@@ -305,7 +307,9 @@ class Reconciler implements AskedNames {
   /** Every workload of the cluster facts gets a row, evidence or not (after the observed ones: those keep their ref). */
   addClusterWorkloads(): void {
     for (const ref of this.c.clusterWorkloads()) {
-      if (!this.workloads.has(ref.workloadKey)) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      const known = this.workloads.get(ref.workloadKey);
+      if (known === undefined) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
     }
   }
 

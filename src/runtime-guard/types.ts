@@ -100,6 +100,16 @@ export interface SelfPodFact {
   goneAtUnix?: number;
 }
 
+/** A pod's workload as remembered (see `ClusterFacts.podOwners`). */
+export interface PodOwnerFact {
+  namespace: string;
+  /** The pod's name. */
+  name: string;
+  /** The workload's kind and name (`Deployment`/`agent`). */
+  kind: string;
+  workload: string;
+}
+
 export interface ClusterFacts {
   /** When the snapshot was last known to match the API server (last successful list or watch event). */
   fetchedAtUnix: number;
@@ -129,6 +139,12 @@ export interface ClusterFacts {
   selfPods: SelfPodFact[];
   /** The Service CIDRs, when known (ServiceCIDR objects or configuration): part of the cluster's own ranges. */
   serviceCIDRs?: string[];
+  /**
+   * The workload of every pod seen within the memory (24 h and more), as resolved through its owner chain while it
+   * lived, kept in the shared store by every replica: a pod deleted with its ReplicaSet after a rollout still
+   * attributes to its Deployment. Optional; a pod in `pods` resolves through its live chain first.
+   */
+  podOwners?: PodOwnerFact[];
   /** Node resolver search domains beyond the cluster ones (e.g. a corporate domain), optional. */
   searchDomains?: string[];
 }
@@ -186,6 +202,8 @@ export interface Destination {
 }
 
 export const POD_LEVEL_MULTI_CONTAINER = 'pod-level (multi-container)';
+/** The pod was gone from the facts and never remembered: its owner was inferred from Kubernetes' pod naming. */
+export const INFERRED_FROM_POD_NAME = 'owner inferred from pod name';
 
 export interface ReconciliationRow {
   workloadKey: string;
@@ -198,8 +216,8 @@ export interface ReconciliationRow {
   dnsOnly: boolean;
   joinMethod: 'name-based';
   attributionConfirmed: boolean;
-  /** `pod-level (multi-container)` or ''. */
-  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | '';
+  /** `pod-level (multi-container)`, `owner inferred from pod name`, or ''. */
+  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | typeof INFERRED_FROM_POD_NAME | '';
   destinations: Destination[];
 }
 

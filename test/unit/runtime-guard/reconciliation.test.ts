@@ -623,3 +623,55 @@ describe('issue 18: every workload has a row', () => {
     assert.deepEqual(result.rows.map((r) => r.workloadKey), ['eng/Pod/agent-7d9f-a']);
   });
 });
+
+describe('issue 18: one row per workload across rollouts', () => {
+  test('a pod gone with its ReplicaSet attributes to the Deployment it was remembered with: one row', () => {
+    const facts = makeFacts({ podOwners: [{ namespace: 'eng', name: 'agent-6c1-old01', kind: 'Deployment', workload: 'agent' }] });
+    const result = run([conn('agent-6c1-old01', IP.openai), conn('agent-7d9f-a', IP.anthropic)], { facts });
+    const agentRows = result.rows.filter((r) => r.name.startsWith('agent'));
+    assert.deepEqual(agentRows.map((r) => r.workloadKey), [AGENT]);
+    const row = rowOf(result, AGENT);
+    assert.equal(row.bypassedDestinations, 2);
+    assert.equal(row.attributionConfirmed, true);
+    assert.equal(row.attributionNote, '');
+  });
+
+  test('a pod never seen is attributed by name to a known ReplicaSet, Job or CronJob, marked inferred', () => {
+    const facts = makeFacts({
+      jobs: [
+        { namespace: 'eng', name: 'nightly-29000100', ownerReferences: [{ kind: 'CronJob', name: 'nightly', controller: true }] },
+        { namespace: 'eng', name: 'migrate', ownerReferences: [] },
+      ],
+    });
+    const result = run([conn('agent-7d9f-zq8x2', IP.openai), conn('nightly-29000000-ab12c', IP.openai), conn('migrate-x9y8z', IP.openai)], { facts });
+    assert.equal(rowOf(result, AGENT).bypassedDestinations, 1);
+    // The live pods confirm the Deployment: the row says so whatever the order of evidence.
+    assert.equal(rowOf(result, AGENT).attributionConfirmed, true);
+    // The CronJob is known through another of its Jobs: its row is confirmed, the gone pod's evidence joins it.
+    const cron = rowOf(result, 'eng/CronJob/nightly');
+    assert.equal(cron.attributionConfirmed, true);
+    assert.equal(cron.bypassedDestinations, 1);
+    assert.equal(rowOf(result, 'eng/Job/migrate').bypassedDestinations, 1);
+    assert.equal(result.rows.some((r) => r.kind === 'Pod' && r.name !== 'scratch'), false);
+  });
+
+  test('a row made only by inferred evidence says so in attributionNote', () => {
+    const facts = makeFacts({ replicaSets: [...makeFacts().replicaSets, { namespace: 'kube-system', name: 'metrics-7f', ownerReferences: [{ kind: 'Deployment', name: 'metrics', controller: true }] }] });
+    const row = rowOf(run([conn('metrics-7f-abcde', IP.openai, { namespace: 'kube-system' })], { facts }), 'kube-system/Deployment/metrics');
+    assert.equal(row.attributionNote, 'owner inferred from pod name');
+    assert.equal(row.attributionConfirmed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test("the service's own previous pod found by its name is dropped", () => {
+    const result = run([conn('reins-5f-k2j4m', IP.openai, { namespace: 'reins' })]);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
+  });
+
+  test('a name that matches no known owner stays pod level', () => {
+    const result = run([conn('unknown-7d9f-zq8x2', IP.openai)]);
+    const row = rowOf(result, 'eng/Pod/unknown-7d9f-zq8x2');
+    assert.equal(row.attributionConfirmed, false);
+    assert.equal(row.attributionNote, '');
+  });
+});

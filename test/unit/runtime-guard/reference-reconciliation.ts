@@ -15,7 +15,9 @@ import {
   classifyName,
   expansionCandidates,
   isPublicLookingName,
+  isSelfWorkload,
   NOT_A_FINDING,
+  resolvePodWorkload,
   type AddressClass,
   type FactsIndex,
   type FindingClass,
@@ -195,10 +197,12 @@ class Reconciler {
     const name = pod?.name ?? (podName !== '' ? podName : podIP);
     if (index.selfPodNames.has(`${namespace}/${name}`)) return null;
     if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
-    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
-    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
+    const ref = resolvePodWorkload(pod, namespace, name, index);
+    if (isSelfWorkload(ref, index)) return null;
     let workload = this.workloads.get(ref.workloadKey);
     if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+    // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
+    else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
     const bucket: PodBucket = { dns: new Map(), network: new Map() };
     workload.pods.push(bucket);
     return bucket;
@@ -214,16 +218,18 @@ class Reconciler {
     const add = (ref: WorkloadRef): void => {
       if (done.has(ref.workloadKey)) return;
       done.add(ref.workloadKey);
-      if (system(ref.namespace) || this.index.selfWorkloadKeys.has(ref.workloadKey) || this.workloads.has(ref.workloadKey)) return;
-      this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      if (system(ref.namespace) || this.index.selfWorkloadKeys.has(ref.workloadKey)) return;
+      const known = this.workloads.get(ref.workloadKey);
+      if (!known) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
     };
     // The facts' pods in the index's order (one entry per namespace and name, the last one listed).
     for (const inNamespace of this.index.podsByName.values()) {
       for (const pod of inNamespace.values()) {
         if (system(pod.namespace)) continue;
         if (this.index.selfPodNames.has(`${pod.namespace}/${pod.name}`)) continue;
-        const ref = resolveWorkload(pod, this.index.owners);
-        if (ref.attributionConfirmed && this.index.selfWorkloadKeys.has(ref.workloadKey)) continue;
+        const ref = resolvePodWorkload(pod, pod.namespace, pod.name, this.index);
+        if (isSelfWorkload(ref, this.index)) continue;
         add(ref);
       }
     }
