@@ -560,6 +560,9 @@ interface FactsKey {
   endpointSlicesLength: number;
   nodes: readonly unknown[];
   nodesLength: number;
+  /** Kept by identity while unchanged (pod-owner-history.ts). */
+  podOwners: readonly unknown[] | undefined;
+  podOwnersLength: number;
   /** The rest, which `facts()` builds anew per call, compared by value. */
   small: string;
 }
@@ -573,7 +576,6 @@ function smallFactsKey(facts: ClusterFacts): string {
     facts.selfPods.map((p) => [p.namespace, p.name, p.ip]),
     facts.searchDomains ?? null,
     facts.serviceCIDRs ?? null,
-    facts.podOwners ?? null,
   ]);
 }
 
@@ -591,6 +593,8 @@ function factsKey(facts: ClusterFacts): FactsKey {
     endpointSlicesLength: facts.endpointSlices.length,
     nodes: facts.nodes,
     nodesLength: facts.nodes.length,
+    podOwners: facts.podOwners,
+    podOwnersLength: facts.podOwners?.length ?? 0,
     small: smallFactsKey(facts),
   };
 }
@@ -609,6 +613,8 @@ function sameFacts(a: FactsKey, b: FactsKey): boolean {
     a.endpointSlicesLength === b.endpointSlicesLength &&
     a.nodes === b.nodes &&
     a.nodesLength === b.nodesLength &&
+    a.podOwners === b.podOwners &&
+    a.podOwnersLength === b.podOwnersLength &&
     a.small === b.small
   );
 }
