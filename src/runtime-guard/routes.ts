@@ -11,7 +11,7 @@ import { READERS } from '../http/access.js';
 import { describeValidation } from '../http/error-handler.js';
 import { AppError } from '../http/errors.js';
 import { AUTH_ERRORS, responses } from '../http/schemas.js';
-import { checkReportSize, IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, SensorReport, SensorStatus } from './ingest.js';
+import { checkReportSize, IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, MAX_REPORT_BODY_BYTES, SensorReport, SensorStatus } from './ingest.js';
 import type { NodeStatusReport } from './node-status.js';
 import { MAX_ITEMS_PER_FAMILY, type RuntimeGuard } from './runtime-guard.js';
 
@@ -201,6 +201,8 @@ export function registerRuntimeGuardRoutes(app: FastifyInstance, deps: { guard: 
   app.post('/api/v1/runtime/sensor/reports', {
     config: { access: 'sensor' },
     validatorCompiler: sensorValidator,
+    // 500 valid items of maximum field sizes pass the general body limit: this route takes them (ingest.ts).
+    bodyLimit: Math.max(app.initialConfig.bodyLimit ?? 0, MAX_REPORT_BODY_BYTES),
     // Before the items are validated one by one: an oversize report is refused whole, by its length.
     preValidation: async (request) => checkReportSize(request.body),
     onResponse: async (_request, reply) => {
