@@ -82,7 +82,9 @@ const RowT = Type.Object({
   dnsOnly: Type.Boolean(),
   joinMethod: Type.Literal('name-based'),
   attributionConfirmed: Type.Boolean(),
-  attributionNote: Type.String(),
+  attributionNote: Type.String({
+    description: "'pod-level (multi-container)' (a known sidecar shares the pod), 'owner inferred from pod name' (the pod was gone from the facts and never remembered), or ''",
+  }),
   destinations: Type.Array(DestinationT),
 });
 const WindowFields = {
