@@ -8,7 +8,8 @@
 import { kube, type FakeKubeApi } from '../../test/fakes/fake-kube-api.js';
 
 export const NAMESPACES = 20;
-export const WORKLOADS_PER_NAMESPACE = 100;
+/** `BENCH_WORKLOADS` (default 2,000; 20,000 for the every-workload-has-a-row figure) spread over the namespaces. */
+export const WORKLOADS_PER_NAMESPACE = Math.max(1, Math.floor(Number(process.env.BENCH_WORKLOADS ?? 2000) / NAMESPACES));
 export const PODS_PER_WORKLOAD = 3;
 export const NODES = 20;
 export const IN_CLUSTER_SERVICES = 200;

@@ -142,7 +142,7 @@ const index = new ObservationIndex();
 const calls = new GovernedCallIndex();
 let rowsRepresented = 0;
 let fromCache = false;
-const cachePath = join(tmpdir(), `reins-engine-input-${OBSERVATIONS}-${AUDIT_EVENTS}.json`);
+const cachePath = join(tmpdir(), `reins-engine-input-${OBSERVATIONS}-${AUDIT_EVENTS}${NAMESPACES * WORKLOADS_PER_NAMESPACE === 2000 ? "" : `-w${NAMESPACES * WORKLOADS_PER_NAMESPACE}`}.json`);
 if (!args.rebuild && existsSync(cachePath)) {
   // The window's sums stand for the rows: one row per engine slot and per call tuple gives the same aggregate.
   const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as { rows: number; observations: Observation[]; calls: GovernedCall[] };

@@ -12,6 +12,47 @@ export function isIpLiteral(text: string): boolean {
   return IPV4.test(text) || text.includes(':');
 }
 
+/**
+ * An IPv6 literal. Spec "Limits" (address family): the sensor observes IPv4 only and IPv6 traffic yields no row and
+ * no marker, so the engine drops IPv6 destinations (and a DNS answer whose first address is IPv6 gives no destIP).
+ */
+export function isIpv6(ip: string): boolean {
+  return ip.includes(':');
+}
+
+function ipv4ToInt(ip: string): number | null {
+  const m = IPV4.exec(ip);
+  if (!m) return null;
+  let value = 0;
+  for (let i = 1; i <= 4; i++) {
+    const octet = Number(m[i]);
+    if (octet > 255) return null;
+    value = value * 256 + octet;
+  }
+  return value;
+}
+
+/** An IPv4 CIDR (`10.244.1.0/24`) as [first, last] address numbers; null for anything else (IPv6 included). */
+export function parseIpv4Cidr(cidr: string): [number, number] | null {
+  const slash = cidr.indexOf('/');
+  if (slash < 0) return null;
+  const base = ipv4ToInt(cidr.slice(0, slash));
+  const bits = Number(cidr.slice(slash + 1));
+  if (base === null || !Number.isInteger(bits) || bits < 0 || bits > 32) return null;
+  const size = 2 ** (32 - bits);
+  const first = Math.floor(base / size) * size;
+  return [first, first + size - 1];
+}
+
+/** True when the IPv4 address lies inside one of the ranges. */
+export function inIpv4Ranges(ip: string, ranges: ReadonlyArray<readonly [number, number]>): boolean {
+  if (ranges.length === 0) return false;
+  const value = ipv4ToInt(ip);
+  if (value === null) return false;
+  for (const [first, last] of ranges) if (value >= first && value <= last) return true;
+  return false;
+}
+
 export function isImds(ip: string): boolean {
   return IMDS_ADDRESSES.has(ip.toLowerCase());
 }

@@ -3,10 +3,10 @@
  * (against the cluster's naming rules and the provider catalogue). Built once per facts snapshot (`classifierFor`),
  * with every answer memoised per distinct name, address and pod.
  */
-import { isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, unattributedName } from './addresses.js';
+import { inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
-import type { ClusterFacts, FindingKind, PodFact, SuppressReason } from './types.js';
-import { buildOwnerIndex, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
+import { INFERRED_FROM_POD_NAME, type ClusterFacts, type FindingKind, type PodFact, type SuppressReason } from './types.js';
+import { buildOwnerIndex, controllerOf, inferWorkloadFromName, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
 
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 
@@ -15,6 +15,11 @@ export interface FindingClass {
   kind: FindingKind;
   /** '' when the destination is not suppressed (kinds `provider` and `imds`). */
   suppressReason: SuppressReason | '';
+}
+
+/** Namespaces whose workloads get a row only with evidence: the cluster's own machinery. */
+export function isSystemNamespace(namespace: string): boolean {
+  return namespace === 'kube-system' || namespace === 'kube-public';
 }
 
 /** A name that is neither an AI provider nor infrastructure the spec lists: not a finding. */
@@ -26,6 +31,12 @@ export interface AddressClass {
   factsName: string | undefined;
   /** The class the address alone gives; undefined for an external address, which its name decides. */
   cls: FindingClass | undefined;
+  /**
+   * An external address that a Service's EndpointSlice lists (a Service without a selector pointing outside the
+   * cluster): the Service's DNS name, used as destName when nothing else names the address. It never makes the
+   * address internal.
+   */
+  serviceName?: string;
 }
 
 interface AddressFact {
@@ -50,13 +61,37 @@ export interface FactsIndex {
   /** null when two pods share the address (host-network pods). */
   podsByIp: ReadonlyMap<string, PodFact | null>;
   addresses: ReadonlyMap<string, AddressFact>;
+  /** External addresses listed by a Service's EndpointSlice -> the Service's DNS name (see `AddressClass.serviceName`). */
+  externalEndpoints: ReadonlyMap<string, string>;
   /** `<svc>.<ns>` of every Service. */
   serviceNames: ReadonlySet<string>;
   selfServiceNames: ReadonlySet<string>;
   selfPodNames: ReadonlySet<string>;
   selfPodIps: ReadonlySet<string>;
   selfWorkloadKeys: ReadonlySet<string>;
+  /** `<ns>/<pod>` -> the workload remembered for a pod seen earlier (`ClusterFacts.podOwners`). */
+  podOwners: ReadonlyMap<string, WorkloadRef>;
   searchDomains: readonly string[];
+}
+
+/**
+ * The workload of the pod an observation names: through its live owner chain when the facts list the pod and the
+ * chain holds; else as remembered when it lived (`podOwners`); else, for a pod missing from the facts, inferred from
+ * Kubernetes' naming (unconfirmed, noted); else the pod itself.
+ */
+export function resolvePodWorkload(pod: PodFact | undefined, namespace: string, name: string, index: FactsIndex): WorkloadRef {
+  if (pod) {
+    const ref = resolveWorkload(pod, index.owners);
+    if (ref.attributionConfirmed || pod.ownerReferences.length === 0) return ref;
+    // The chain broke (its ReplicaSet or Job is gone): the owner remembered while it held.
+    return index.podOwners.get(nsKey(namespace, name)) ?? ref;
+  }
+  return index.podOwners.get(nsKey(namespace, name)) ?? inferWorkloadFromName(namespace, name, index.owners) ?? podLevelWorkload(namespace, name);
+}
+
+/** Whether a pod with this workload is one of the service's own (dropped): a confirmed or inferred owner of theirs. */
+export function isSelfWorkload(ref: WorkloadRef, index: FactsIndex): boolean {
+  return (ref.attributionConfirmed || ref.attributionNote === INFERRED_FROM_POD_NAME) && index.selfWorkloadKeys.has(ref.workloadKey);
 }
 
 function nsKey(namespace: string, name: string): string {
@@ -86,6 +121,23 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     return 'in-cluster';
   };
 
+  // The cluster's own ranges: every pod IP, every ClusterIP, every node address, and the pod and Service CIDRs
+  // when the API exposes them. An EndpointSlice address outside them is not in-cluster whatever the Service says.
+  const clusterAddresses = new Set<string>();
+  for (const pod of facts.pods) {
+    if (pod.ip !== '') clusterAddresses.add(pod.ip);
+    for (const ip of pod.ips ?? []) clusterAddresses.add(ip);
+  }
+  for (const svc of facts.services) for (const ip of svc.clusterIPs) clusterAddresses.add(ip);
+  for (const node of facts.nodes) for (const ip of node.addresses) clusterAddresses.add(ip);
+  const clusterRanges: Array<[number, number]> = [];
+  for (const cidr of [...facts.nodes.flatMap((n) => n.podCIDRs ?? []), ...(facts.serviceCIDRs ?? [])]) {
+    const range = parseIpv4Cidr(cidr);
+    if (range) clusterRanges.push(range);
+  }
+  const inClusterRanges = (ip: string): boolean => clusterAddresses.has(ip) || inIpv4Ranges(ip, clusterRanges);
+  const externalEndpoints = new Map<string, string>();
+
   const serviceNames = new Set<string>();
   for (const svc of facts.services) {
     serviceNames.add(`${svc.name}.${svc.namespace}`);
@@ -94,8 +146,15 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
   const selfPodNames = new Set<string>();
   for (const slice of facts.endpointSlices) {
     const reason = serviceReason(slice.namespace, slice.serviceName);
+    // `default/kubernetes` lists the control plane's own addresses (managed control planes sit outside the node
+    // ranges) and only the API server writes it; every other Service's endpoints count only inside the cluster's ranges.
+    const apiServer = reason === 'cluster-apiserver';
     for (const endpoint of slice.endpoints) {
-      for (const ip of endpoint.addresses) add(ip, serviceDns(slice.serviceName, slice.namespace), reason);
+      for (const ip of endpoint.addresses) {
+        if (ip === '' || isImds(ip) || isNodeOrLinkLocal(ip)) continue;
+        if (apiServer || inClusterRanges(ip)) add(ip, serviceDns(slice.serviceName, slice.namespace), reason);
+        else if (!externalEndpoints.has(ip)) externalEndpoints.set(ip, serviceDns(slice.serviceName, slice.namespace));
+      }
       // The pods behind the service's own Service are its current pods.
       if (reason === 'service-gateway' && endpoint.targetRef?.kind === 'Pod') {
         selfPodNames.add(nsKey(endpoint.targetRef.namespace ?? slice.namespace, endpoint.targetRef.name));
@@ -136,6 +195,20 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     if (workload.attributionConfirmed) selfWorkloadKeys.add(workload.workloadKey);
   }
 
+  const podOwners = new Map<string, WorkloadRef>();
+  for (const p of facts.podOwners ?? []) {
+    const key = nsKey(p.namespace, p.name);
+    if (podOwners.has(key) || p.kind === '' || p.workload === '') continue;
+    podOwners.set(key, {
+      workloadKey: `${p.namespace}/${p.kind}/${p.workload}`,
+      namespace: p.namespace,
+      kind: p.kind,
+      name: p.workload,
+      attributionConfirmed: p.kind !== 'Pod',
+      attributionNote: '',
+    });
+  }
+
   const selfServiceNames = new Set(self ? serviceNameForms(self.name, self.namespace, clusterDomain) : []);
   const searchDomains = (facts.searchDomains ?? []).map(normalizeHostname).filter((d) => d !== '');
   return {
@@ -144,11 +217,13 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     podsByName,
     podsByIp,
     addresses,
+    externalEndpoints,
     serviceNames,
     selfServiceNames,
     selfPodNames,
     selfPodIps,
     selfWorkloadKeys,
+    podOwners,
     searchDomains,
   };
 }
@@ -171,7 +246,8 @@ export function classifyAddress(ip: string, index: FactsIndex): AddressClass {
   }
   if (ip === NODELOCAL_DNS_ADDRESS) return { factsName: undefined, cls: INTERNAL('coredns') };
   if (isNodeOrLinkLocal(ip)) return { factsName: undefined, cls: INTERNAL('node-or-link-local') };
-  return { factsName: undefined, cls: undefined };
+  const serviceName = index.externalEndpoints.get(ip);
+  return serviceName === undefined ? { factsName: undefined, cls: undefined } : { factsName: undefined, cls: undefined, serviceName };
 }
 
 /** True for an address nothing but its name can classify: outside the cluster facts and not special. */
@@ -282,8 +358,9 @@ export interface NameInfo {
 export interface AddressInfo extends AddressClass {
   /** Outside the cluster facts and not special: only a name can classify it. */
   external: boolean;
-  /** `ip:<address> (unattributed)`. */
+  /** `ip:<address> (unattributed)` (rung R6), or the Service's name for an external endpoint address (rung R2). */
   unattributed: string;
+  unattributedRung: 'R2' | 'R6';
 }
 
 /** The names a workload asked as is, computed when a fold first needs them. */
@@ -308,8 +385,55 @@ export class Classifier {
   /** Namespace -> pod name (or `ip:<podIP>` for a pod without a name) -> its workload. */
   private readonly pods = new Map<string, Map<string, PodRef>>();
   private podCount = 0;
+  private workloadList: readonly WorkloadRef[] | undefined;
 
   constructor(readonly index: FactsIndex) {}
+
+  /**
+   * Every workload of the cluster facts that gets a row with or without evidence (spec "rows: One row per
+   * workload"): each pod's workload (Deployment, StatefulSet, DaemonSet, CronJob, Job, or the pod itself), then the
+   * Deployments and CronJobs known only through a ReplicaSet or Job of theirs (scaled to zero, between runs) and bare
+   * Jobs and ReplicaSets. Not kube-system or kube-public, not the service's own. In facts order; computed once per
+   * snapshot.
+   */
+  clusterWorkloads(): readonly WorkloadRef[] {
+    if (this.workloadList !== undefined) return this.workloadList;
+    const index = this.index;
+    const seen = new Set<string>();
+    const out: WorkloadRef[] = [];
+    const push = (ref: WorkloadRef | null): void => {
+      if (ref === null || seen.has(ref.workloadKey)) return;
+      seen.add(ref.workloadKey);
+      if (isSystemNamespace(ref.namespace) || index.selfWorkloadKeys.has(ref.workloadKey)) return;
+      out.push(ref);
+    };
+    for (const inNamespace of index.podsByName.values()) {
+      for (const pod of inNamespace.values()) {
+        if (isSystemNamespace(pod.namespace)) continue;
+        push(this.pod(pod.namespace, pod.name, pod.ip, pod.name));
+      }
+    }
+    for (const [kind, controllers] of [
+      ['ReplicaSet', index.owners.replicaSets],
+      ['Job', index.owners.jobs],
+    ] as const) {
+      for (const controller of controllers.values()) {
+        if (isSystemNamespace(controller.namespace)) continue;
+        const owner = controllerOf(controller.ownerReferences);
+        const ownerKind = owner && owner.name !== '' ? owner.kind : kind;
+        const ownerName = owner && owner.name !== '' ? owner.name : controller.name;
+        push({
+          workloadKey: `${controller.namespace}/${ownerKind}/${ownerName}`,
+          namespace: controller.namespace,
+          kind: ownerKind,
+          name: ownerName,
+          attributionConfirmed: true,
+          attributionNote: '',
+        });
+      }
+    }
+    return (this.workloadList = out);
+  }
 
   /** Drops the memos when they grew past their bound (between two reconciliations). */
   trim(): void {
@@ -385,8 +509,10 @@ export class Classifier {
   address(ip: string): AddressInfo {
     let info = this.addressInfo.get(ip);
     if (info === undefined) {
-      const { factsName, cls } = classifyAddress(ip, this.index);
-      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: unattributedName(ip) };
+      const { factsName, cls, serviceName } = classifyAddress(ip, this.index);
+      info = { factsName, cls, external: ip !== '' && cls === undefined, unattributed: serviceName ?? unattributedName(ip),
+        unattributedRung: serviceName === undefined ? 'R6' : 'R2',
+      };
       this.addressInfo.set(ip, info);
     }
     return info;
@@ -415,9 +541,8 @@ export class Classifier {
     const name = pod?.name ?? (podName !== '' ? podName : podIP);
     if (index.selfPodNames.has(nsKey(namespace, name))) return null;
     if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
-    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
-    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
-    return ref;
+    const ref = resolvePodWorkload(pod, namespace, name, index);
+    return isSelfWorkload(ref, index) ? null : ref;
   }
 }
 
@@ -435,6 +560,9 @@ interface FactsKey {
   endpointSlicesLength: number;
   nodes: readonly unknown[];
   nodesLength: number;
+  /** Kept by identity while unchanged (pod-owner-history.ts). */
+  podOwners: readonly unknown[] | undefined;
+  podOwnersLength: number;
   /** The rest, which `facts()` builds anew per call, compared by value. */
   small: string;
 }
@@ -447,6 +575,7 @@ function smallFactsKey(facts: ClusterFacts): string {
     facts.selfService,
     facts.selfPods.map((p) => [p.namespace, p.name, p.ip]),
     facts.searchDomains ?? null,
+    facts.serviceCIDRs ?? null,
   ]);
 }
 
@@ -464,6 +593,8 @@ function factsKey(facts: ClusterFacts): FactsKey {
     endpointSlicesLength: facts.endpointSlices.length,
     nodes: facts.nodes,
     nodesLength: facts.nodes.length,
+    podOwners: facts.podOwners,
+    podOwnersLength: facts.podOwners?.length ?? 0,
     small: smallFactsKey(facts),
   };
 }
@@ -482,6 +613,8 @@ function sameFacts(a: FactsKey, b: FactsKey): boolean {
     a.endpointSlicesLength === b.endpointSlicesLength &&
     a.nodes === b.nodes &&
     a.nodesLength === b.nodesLength &&
+    a.podOwners === b.podOwners &&
+    a.podOwnersLength === b.podOwnersLength &&
     a.small === b.small
   );
 }

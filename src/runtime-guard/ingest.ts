@@ -44,6 +44,20 @@ export const SensorReport = Type.Object({
 });
 export type SensorReport = Static<typeof SensorReport>;
 
+/**
+ * The largest body a valid report can have: 500 items of maximum field sizes (issue 18 item 7). A report whose items
+ * are all valid must never be refused for its size by the control plane's general body limit (1 MiB by default), so
+ * the ingest route takes this much. Each string character counted at 6 bytes (JSON's `\uXXXX` escape, more than any
+ * UTF-8 encoding), plus each item's keys, punctuation and numbers, plus the report's own fields.
+ */
+export const MAX_REPORT_BODY_BYTES = ((): number => {
+  const strings = ['rule', 'behavior', 'subject', 'destIP', 'destName', 'node', 'podName', 'podIP', 'namespace', 'result', 'mode'];
+  const properties = ObservationInput.properties as Record<string, { maxLength?: number }>;
+  const chars = strings.reduce((sum, key) => sum + (properties[key]?.maxLength ?? 0), 0);
+  const perItem = 6 * chars + 512;
+  return MAX_OBSERVATIONS_PER_REPORT * perItem + 6 * 253 + 1024;
+})();
+
 export const SensorStatus = Type.Object({
   node: NodeName,
   sensorAlive: Type.Boolean(),

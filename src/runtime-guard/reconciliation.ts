@@ -3,7 +3,7 @@
  * (connections and DNS resolutions from the node sensor), next to what the gateway governed. A pure
  * function over plain data; the README in this folder states every rule and why.
  */
-import { normalizeHost } from './addresses.js';
+import { isIpv6, normalizeHost } from './addresses.js';
 import { classifierFor, NOT_A_FINDING, type AddressInfo, type AskedNames, type Classifier, type FindingClass, type NameInfo } from './classify.js';
 import type {
   ClusterFacts,
@@ -184,7 +184,10 @@ function windowClass(kind: FindingClass['kind'], reason: WindowSuppressReason): 
 
 /** An unknown external address with no name: still a real, counted finding. */
 const UNNAMED_EXTERNAL: FindingClass = { kind: 'provider', suppressReason: '' };
-const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external: false, unattributed: '' };
+const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external: false, unattributed: '', unattributedRung: 'R6' };
+
+/** DNS evidence whose answer is an address of the service's own Service: the governed shape (spec "service-gateway"). */
+const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'service-gateway' };
 
 class Reconciler implements AskedNames {
   private readonly pods = new Map<string, Map<string, PodBucket | null>>();
@@ -230,6 +233,8 @@ class Reconciler implements AskedNames {
       if (ref !== null) {
         let workload = this.workloads.get(ref.workloadKey);
         if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+        // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
+        else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
         bucket = { dns: [], names: [], network: [], addresses: [], sensorNames: [], external: false };
         workload.pods.push(bucket);
       }
@@ -246,11 +251,15 @@ class Reconciler implements AskedNames {
       const family = o.family;
       if (family !== 'dns' && family !== 'network') continue;
       if (!(o.observedAt >= start && o.observedAt <= end)) continue;
+      // Spec "Limits" (address family): IPv6 traffic yields no row and no marker. A connection to an IPv6 address
+      // is dropped before it can make a row; a DNS answer whose first address is IPv6 gives no destIP.
+      const v6 = isIpv6(o.destIP);
+      if (v6 && family === 'network') continue;
       // The pod first: its workload gets a row for any observation, even one that names nothing.
       const pod = this.podBucket(o.namespace, o.podName, o.podIP);
       if (pod === null) continue;
       if (family === 'dns') {
-        pod.dns.push(o);
+        pod.dns.push(v6 ? { ...o, destIP: '' } : o);
         pod.names.push(c.raw(o.destName));
       } else {
         const ip = o.destIP;
@@ -295,10 +304,19 @@ class Reconciler implements AskedNames {
     return `pods resolved ${resolvedNames.size} distinct external names, yet every external connection went to ${addresses}, which no DNS answer gave`;
   }
 
+  /** Every workload of the cluster facts gets a row, evidence or not (after the observed ones: those keep their ref). */
+  addClusterWorkloads(): void {
+    for (const ref of this.c.clusterWorkloads()) {
+      const known = this.workloads.get(ref.workloadKey);
+      if (known === undefined) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
+    }
+  }
+
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
     for (const workload of this.workloads.values()) {
-      rows.push(this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
+      rows.push(workload.pods.length === 0 ? quietRow(workload.ref, governed) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
     }
     rows.sort(
       (a, b) =>
@@ -403,7 +421,13 @@ class Reconciler implements AskedNames {
         const folded = c.fold(info, this);
         if (folded.cls === NOT_A_FINDING) continue;
         const o = pod.dns[i]!;
-        this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', folded.cls, 0, eventCount(o.count), o.behavior, '');
+        let cls = folded.cls;
+        // A provider (or infrastructure) name answered with an address of the service's own Service: the team
+        // rewrote the name to the gateway, the governed shape (spec: "by IP or resolved name").
+        if (!folded.variant && (cls.kind === 'provider' || cls.kind === 'infra') && o.destIP !== '') {
+          if (c.address(o.destIP).cls?.suppressReason === 'service-gateway') cls = SERVICE_GATEWAY;
+        }
+        this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', cls, 0, eventCount(o.count), o.behavior, '');
       }
 
       for (let i = 0; i < pod.network.length; i++) {
@@ -433,11 +457,14 @@ class Reconciler implements AskedNames {
             rung = 'R0';
             if (address.cls) cls = address.cls;
             else if (nameClass === NOT_A_FINDING) continue;
+            // `in-cluster` means in-cluster addresses: an external address stays external whatever an in-cluster
+            // name (a headless or ExternalName Service, say) answered it, so it is classified by the address.
+            else if (nameClass.kind === 'internal' && ip !== '') cls = UNNAMED_EXTERNAL;
             else cls = nameClass;
           } else {
             if (ip === '') continue;
             destName = address.unattributed;
-            rung = 'R6';
+            rung = address.unattributedRung;
             // No identity: an external address is still a real, counted finding.
             cls = address.cls ?? UNNAMED_EXTERNAL;
           }
@@ -531,6 +558,24 @@ class Reconciler implements AskedNames {
     }
     return answers;
   }
+}
+
+/** A workload without evidence in the window (spec rule 3: most rows of a healthy cluster look like this). */
+function quietRow(ref: WorkloadRef, governed: GovernedIndex): ReconciliationRow {
+  return {
+    workloadKey: ref.workloadKey,
+    namespace: ref.namespace,
+    kind: ref.kind,
+    name: ref.name,
+    bypassedDestinations: 0,
+    m: 0,
+    n: governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name))?.total ?? 0,
+    dnsOnly: false,
+    joinMethod: 'name-based',
+    attributionConfirmed: ref.attributionConfirmed,
+    attributionNote: ref.attributionNote,
+    destinations: [],
+  };
 }
 
 /** Several names answered the same address: a provider name wins (it is the one that must not be missed), then the smallest. */
@@ -629,6 +674,7 @@ export function reconcile(input: ReconcileInput): ReconciliationResult {
   const usable = factsUsable(input.facts, input.nowUnix);
   const reconciler = new Reconciler(classifierFor(input.facts ?? NO_FACTS));
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
+  reconciler.addClusterWorkloads();
 
   let windowReason: WindowSuppressReason | null = null;
   let natDetail = '';

@@ -11,7 +11,7 @@ import { READERS } from '../shared/access.js';
 import { describeValidation } from '../shared/error-handler.js';
 import { AppError } from '../shared/errors.js';
 import { AUTH_ERRORS, responses } from '../shared/schemas.js';
-import { checkReportSize, IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, SensorReport, SensorStatus } from './ingest.js';
+import { checkReportSize, IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, MAX_REPORT_BODY_BYTES, SensorReport, SensorStatus } from './ingest.js';
 import type { NodeStatusReport } from './node-status.js';
 import { MAX_ITEMS_PER_FAMILY, type RuntimeGuard } from './runtime-guard.js';
 
@@ -82,7 +82,9 @@ const RowT = Type.Object({
   dnsOnly: Type.Boolean(),
   joinMethod: Type.Literal('name-based'),
   attributionConfirmed: Type.Boolean(),
-  attributionNote: Type.String(),
+  attributionNote: Type.String({
+    description: "'pod-level (multi-container)' (a known sidecar shares the pod), 'owner inferred from pod name' (the pod was gone from the facts and never remembered), or ''",
+  }),
   destinations: Type.Array(DestinationT),
 });
 const WindowFields = {
@@ -201,6 +203,8 @@ export function registerRuntimeGuardRoutes(app: FastifyInstance, deps: { guard: 
   app.post('/api/v1/runtime/sensor/reports', {
     config: { access: 'sensor' },
     validatorCompiler: sensorValidator,
+    // 500 valid items of maximum field sizes pass the general body limit: this route takes them (ingest.ts).
+    bodyLimit: Math.max(app.initialConfig.bodyLimit ?? 0, MAX_REPORT_BODY_BYTES),
     // Before the items are validated one by one: an oversize report is refused whole, by its length.
     preValidation: async (request) => checkReportSize(request.body),
     onResponse: async (_request, reply) => {

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/config.js';
 import { AppError } from '../shared/errors.js';
 import type { Db } from '../store/db.js';
-import { buildFactsIndex, classifierFor } from './classify.js';
+import { buildFactsIndex, classifierFor, resolvePodWorkload } from './classify.js';
 import type { CapabilityState, ClusterEnvironment, RbacGap, RuntimeCluster } from './cluster.js';
 import { decideEnablement, DISABLED_REASONS, shouldStartCluster, type Enablement } from './enablement.js';
 import { GovernedCallFeed } from './governed-calls.js';
@@ -20,8 +20,8 @@ import { emptyClusterFacts, reconcile } from './reconciliation.js';
 import type { ReconciliationResult } from './types.js';
 import { resolveWindow } from './window.js';
 import { warmUpAnswerPath } from './warm-up.js';
-import { podLevelWorkload, resolveWorkload } from './workload.js';
 import { SelfPodHistory } from './self-pod-history.js';
+import { PodOwnerHistory } from './pod-owner-history.js';
 
 export interface StatusPayload {
   enabled: boolean;
@@ -120,6 +120,7 @@ export class RuntimeGuard {
   private readonly feed: ObservationFeed | null = null;
   private readonly calls: GovernedCallFeed | null = null;
   private readonly selfPods: SelfPodHistory | null = null;
+  private readonly podOwners: PodOwnerHistory | null = null;
   private readonly scraper: IngestLagScraper | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<void> | null = null;
@@ -140,6 +141,8 @@ export class RuntimeGuard {
       this.feed = new ObservationFeed(db, { nowMs: this.nowMs });
       this.calls = new GovernedCallFeed(db, { nowMs: this.nowMs });
       this.selfPods = new SelfPodHistory(db, this.nowMs);
+      this.podOwners = new PodOwnerHistory(db, this.nowMs);
+      const podOwners = this.podOwners;
       const feed = this.feed;
       const calls = this.calls;
       const selfPods = this.selfPods;
@@ -152,6 +155,7 @@ export class RuntimeGuard {
         const before = feed.index.size + calls.index.size;
         const known = cluster.facts()?.selfPods;
         if (known && known.length > 0) selfPods.remember(known).catch(onError("runtime guard: remembering the service's own pods"));
+        podOwners.tick(cluster.facts()).catch(onError("runtime guard: remembering the pods' owners"));
         Promise.all([
           feed.catchUp().catch(onError('runtime guard: reading new observations')),
           calls.catchUp().catch(onError('runtime guard: reading new audit events')),
@@ -313,7 +317,7 @@ export class RuntimeGuard {
     ]);
     // Not `{ ...liveFacts, selfPods }`: the classifier's memo keeps the large arrays by identity, and Object.assign
     // keeps them (and the object's fast shape).
-    const facts = liveFacts ? Object.assign({}, liveFacts, { selfPods }) : null;
+    const facts = liveFacts ? Object.assign({}, liveFacts, { selfPods, podOwners: this.podOwners?.current() ?? [] }) : null;
     t = performance.now();
     // The index's aggregate is rewritten by its next call: it goes to the engine in this same synchronous step.
     const observations = this.feed.index.aggregate(window);
@@ -339,12 +343,13 @@ export class RuntimeGuard {
     await this.feed.catchUp();
     // Pod to workload exactly as the engine does it: controller owner references through the cluster facts,
     // else the pod itself (attribution unconfirmed).
-    const facts = this.cluster.facts();
+    const liveFacts = this.cluster.facts();
+    const facts = liveFacts ? Object.assign({}, liveFacts, { podOwners: this.podOwners?.current() ?? [] }) : null;
     const index = facts ? classifierFor(facts).index : buildFactsIndex(emptyClusterFacts());
     const items = this.feed.index.select(window, (t) => {
       if (t.namespace !== key.namespace) return false;
       const pod = t.podName !== '' ? index.podsByName.get(t.namespace)?.get(t.podName) : (index.podsByIp.get(t.podIP) ?? undefined);
-      const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(t.namespace, t.podName !== '' ? t.podName : t.podIP);
+      const ref = resolvePodWorkload(pod, t.namespace, pod?.name ?? (t.podName !== '' ? t.podName : t.podIP), index);
       return ref.workloadKey === workloadKey;
     });
     // Nothing of the workload in the window (or no such workload): no groups, as in the disabled shape.

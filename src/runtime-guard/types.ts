@@ -89,6 +89,8 @@ export interface NodeFact {
   name: string;
   /** `status.addresses[].address` of every type. */
   addresses: string[];
+  /** `spec.podCIDRs` (or `spec.podCIDR`), when the cluster allocates pod ranges per node: part of the cluster's own ranges. */
+  podCIDRs?: string[];
 }
 
 export interface SelfPodFact {
@@ -97,6 +99,16 @@ export interface SelfPodFact {
   ip: string;
   /** A previous pod: when it went (or stopped being one of the service's own). Absent for a current pod. */
   goneAtUnix?: number;
+}
+
+/** A pod's workload as remembered (see `ClusterFacts.podOwners`). */
+export interface PodOwnerFact {
+  namespace: string;
+  /** The pod's name. */
+  name: string;
+  /** The workload's kind and name (`Deployment`/`agent`). */
+  kind: string;
+  workload: string;
 }
 
 export interface ClusterFacts {
@@ -126,6 +138,14 @@ export interface ClusterFacts {
   selfService: { namespace: string; name: string } | null;
   /** Pods known to belong to the service's own workload, current and previous. */
   selfPods: SelfPodFact[];
+  /** The Service CIDRs, when known (ServiceCIDR objects or configuration): part of the cluster's own ranges. */
+  serviceCIDRs?: string[];
+  /**
+   * The workload of every pod seen within the memory (24 h and more), as resolved through its owner chain while it
+   * lived, kept in the shared store by every replica: a pod deleted with its ReplicaSet after a rollout still
+   * attributes to its Deployment. Optional; a pod in `pods` resolves through its live chain first.
+   */
+  podOwners?: PodOwnerFact[];
   /** Node resolver search domains beyond the cluster ones (e.g. a corporate domain), optional. */
   searchDomains?: string[];
 }
@@ -181,6 +201,8 @@ export interface Destination {
 }
 
 export const POD_LEVEL_MULTI_CONTAINER = 'pod-level (multi-container)';
+/** The pod was gone from the facts and never remembered: its owner was inferred from Kubernetes' pod naming. */
+export const INFERRED_FROM_POD_NAME = 'owner inferred from pod name';
 
 export interface ReconciliationRow {
   workloadKey: string;
@@ -193,8 +215,8 @@ export interface ReconciliationRow {
   dnsOnly: boolean;
   joinMethod: 'name-based';
   attributionConfirmed: boolean;
-  /** `pod-level (multi-container)` or ''. */
-  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | '';
+  /** `pod-level (multi-container)`, `owner inferred from pod name`, or ''. */
+  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | typeof INFERRED_FROM_POD_NAME | '';
   destinations: Destination[];
 }
 

@@ -4,7 +4,7 @@
  * (`attributionConfirmed: false`); names are never parsed to guess an owner.
  */
 import type { ClusterFacts, ContainerFact, ControllerFact, OwnerReference, PodFact } from './types.js';
-import { POD_LEVEL_MULTI_CONTAINER } from './types.js';
+import { INFERRED_FROM_POD_NAME, POD_LEVEL_MULTI_CONTAINER } from './types.js';
 
 export interface WorkloadRef {
   /** `<namespace>/<kind>/<name>`. */
@@ -13,13 +13,15 @@ export interface WorkloadRef {
   kind: string;
   name: string;
   attributionConfirmed: boolean;
-  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | '';
+  attributionNote: typeof POD_LEVEL_MULTI_CONTAINER | typeof INFERRED_FROM_POD_NAME | '';
 }
 
 /** Owner lookups for ReplicaSets and Jobs, built once per facts snapshot. */
 export interface OwnerIndex {
   replicaSets: ReadonlyMap<string, ControllerFact>;
   jobs: ReadonlyMap<string, ControllerFact>;
+  /** `<ns>/<name>` of every CronJob that owns a known Job. */
+  cronJobs: ReadonlySet<string>;
 }
 
 /**
@@ -94,8 +96,13 @@ export function buildOwnerIndex(facts: Pick<ClusterFacts, 'replicaSets' | 'jobs'
   const replicaSets = new Map<string, ControllerFact>();
   for (const rs of facts.replicaSets) replicaSets.set(nsKey(rs.namespace, rs.name), rs);
   const jobs = new Map<string, ControllerFact>();
-  for (const job of facts.jobs) jobs.set(nsKey(job.namespace, job.name), job);
-  return { replicaSets, jobs };
+  const cronJobs = new Set<string>();
+  for (const job of facts.jobs) {
+    jobs.set(nsKey(job.namespace, job.name), job);
+    const owner = controllerOf(job.ownerReferences);
+    if (owner?.kind === 'CronJob' && owner.name !== '') cronJobs.add(nsKey(job.namespace, owner.name));
+  }
+  return { replicaSets, jobs, cronJobs };
 }
 
 /** The controlling owner: the reference marked `controller`, else the only reference there is. */
@@ -112,6 +119,30 @@ function workloadRef(namespace: string, kind: string, name: string, attributionC
     attributionConfirmed,
     attributionNote: sidecar ? POD_LEVEL_MULTI_CONTAINER : '',
   };
+}
+
+/**
+ * The owner of a pod missing from the facts, from Kubernetes' naming: `<replicaset>-<5 chars>` of a known ReplicaSet,
+ * `<job>-<5 chars>` of a known Job (each then through its own controller), `<cronjob>-<digits>-<5 chars>` of a CronJob
+ * known through another of its Jobs. Unconfirmed, and the note says it was inferred. null when nothing matches.
+ */
+export function inferWorkloadFromName(namespace: string, podName: string, owners: OwnerIndex): WorkloadRef | null {
+  const suffix = /^(.+)-[a-z0-9]{5}$/.exec(podName);
+  if (!suffix) return null;
+  const base = suffix[1]!;
+  const inferred = (kind: string, name: string): WorkloadRef => ({ ...workloadRef(namespace, kind, name, false, false), attributionNote: INFERRED_FROM_POD_NAME });
+  for (const [kind, index] of [
+    ['ReplicaSet', owners.replicaSets],
+    ['Job', owners.jobs],
+  ] as const) {
+    const parent = index.get(nsKey(namespace, base));
+    if (!parent) continue;
+    const owner = controllerOf(parent.ownerReferences);
+    return owner && owner.name !== '' ? inferred(owner.kind, owner.name) : inferred(kind, base);
+  }
+  const scheduled = /^(.+)-\d+$/.exec(base);
+  if (scheduled && owners.cronJobs.has(nsKey(namespace, scheduled[1]!))) return inferred('CronJob', scheduled[1]!);
+  return null;
 }
 
 /** The pod itself, attribution unconfirmed. */

@@ -174,4 +174,50 @@ describe(`runtime guard screens in the browser [${kind}]`, { skip: skipWithoutBr
     for (const d of suppressed) await detail.getByText(`suppressed: ${d.suppressReason}`).first().waitFor();
     await screenshot(page, 'runtime-reconciliation');
   });
+
+  test('one evidence label per row (IMDS is IMDS evidence), the window actually used, search, findings only and pages for many rows', async () => {
+    // 120 quiet workloads (bare pods): every workload has a row, so the table starts on "with findings only".
+    for (let i = 0; i < 120; i++) {
+      api.upsert('pods', kube.pod({ namespace: 'load', name: `quiet-${String(i).padStart(3, '0')}`, ip: `10.244.50.${i + 1}` }));
+    }
+    api.upsert('pods', kube.pod({ namespace: 'load', name: 'imds-only', ip: '10.244.51.1' }));
+    const now = Math.floor(Date.now() / 1000);
+    await ingest('node-a', [item({ family: 'network', destIP: '169.254.169.254', podName: 'imds-only', podIP: '10.244.51.1', namespace: 'load', observedAt: now - 5 })]);
+    let recon: any;
+    await waitFor(async () => {
+      recon = (await admin.get('/api/v1/runtime/reconciliation')).body;
+      return recon.rows.length > 120 && recon.rows.some((r: any) => r.workloadKey === 'load/Pod/imds-only' && r.destinations.length > 0);
+    }, 20_000, 200);
+    const withFindings = recon.rows.filter((r: any) => r.destinations.some((d: any) => !d.suppressed)).length;
+
+    await page.goto('/runtime');
+    await page.getByTestId('reconciliation').waitFor();
+    // The window the server used, not "clamped" when it was not.
+    const used = (await page.getByTestId('window-used').textContent()) ?? '';
+    assert.match(used, /\(1 h\)\.$/);
+    assert.doesNotMatch(used, /clamped/);
+    // Findings only is on (more than 50 rows): only rows with an unsuppressed destination.
+    assert.equal(await page.locator('input[name="findings-only"]').isChecked(), true);
+    await page.getByTestId('rows-shown').getByText(`${withFindings} of ${recon.rows.length} workloads`).waitFor();
+    assert.equal(await page.locator('tr[data-workload="load/Pod/quiet-000"]').count(), 0);
+    // The IMDS connection is IMDS evidence, never "no evidence".
+    const imds = page.locator('tr[data-workload="load/Pod/imds-only"]');
+    await imds.getByText('IMDS connections').waitFor();
+    // Search by namespace/name, findings off: one quiet workload, "no evidence".
+    await page.locator('input[name="findings-only"]').uncheck();
+    await page.locator('input[name="workload-search"]').fill('load/quiet-007');
+    await page.getByTestId('rows-shown').getByText(`1 of ${recon.rows.length} workloads`).waitFor();
+    await page.locator('tr[data-workload="load/Pod/quiet-007"]').getByText('no evidence').waitFor();
+    // Everything, in pages of 100.
+    await page.locator('input[name="workload-search"]').fill('');
+    await page.getByTestId('pager').getByText(`Page 1 of ${Math.ceil(recon.rows.length / 100)}`).waitFor();
+    assert.equal(await page.locator('table.reconciliation > tbody > tr[data-workload]').count(), 100);
+    await page.getByTestId('pager').getByRole('button', { name: 'Next' }).click();
+    await page.getByTestId('pager').getByText(`Page 2 of ${Math.ceil(recon.rows.length / 100)}`).waitFor();
+    await screenshot(page, 'runtime-many-rows');
+
+    // A window the server clamps: the page says so, with the window used.
+    await page.goto('/runtime?window=48h');
+    await page.getByTestId('window-used').getByText(/\(24 h\); clamped from 48 h/).waitFor();
+  });
 });

@@ -70,6 +70,7 @@ interface EndpointSliceLike extends ObjectMeta {
 }
 interface NodeLike extends ObjectMeta {
   metadata?: Meta;
+  spec?: { podCIDR?: string; podCIDRs?: string[] };
   status?: { addresses?: Array<{ address?: string }> };
 }
 
@@ -166,6 +167,7 @@ function nodeFact(node: NodeLike): NodeFact {
   return {
     name: node.metadata?.name ?? '',
     addresses: (node.status?.addresses ?? []).map((a) => a.address ?? '').filter((a) => a !== ''),
+    podCIDRs: node.spec?.podCIDRs && node.spec.podCIDRs.length > 0 ? node.spec.podCIDRs : node.spec?.podCIDR ? [node.spec.podCIDR] : [],
   };
 }
 

@@ -103,6 +103,28 @@ describeEachStore('runtime sensor ingest', ({ store }) => {
     assert.equal(statusSent.status, 200);
   });
 
+  test('500 valid items of maximum field sizes are stored: the route takes more than the general body limit (1 MiB)', async () => {
+    const big = (n: number, c: string) => c.repeat(n);
+    const items = Array.from({ length: 500 }, (_, i) =>
+      item({
+        rule: big(256, 'r'),
+        behavior: big(128, 'b'),
+        subject: `/${big(4095, 's')}`,
+        destName: `${i}.${big(1000, 'n')}`.slice(0, 1024),
+        podName: big(253, 'p'),
+        namespace: big(253, 'n'),
+        result: big(64, 'x'),
+        mode: big(32, 'm'),
+        observedAt: clock.unix - 10,
+      }),
+    );
+    const body = JSON.stringify(report('node-big', items));
+    assert.ok(body.length > 1024 * 1024 * 2, `the body is ${body.length} bytes`);
+    const sent = await sensor.post('/api/v1/runtime/sensor/reports', undefined, { raw: body });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body).slice(0, 300));
+    assert.equal(await storedFor('node-big'), 500);
+  });
+
   test('not JSON: 400; another content type: 415', async () => {
     const bad = await sensor.post('/api/v1/runtime/sensor/reports', undefined, { raw: '{"node":' });
     assert.equal(bad.status, 400);

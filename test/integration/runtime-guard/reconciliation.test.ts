@@ -77,7 +77,8 @@ describeEachStore('runtime reconciliation through HTTP', ({ store }) => {
     assert.equal(r.body.windowEndUnix, clock.unix);
     assert.deepEqual(r.body.ingestLag, { lag: 0, perNode: [], scrapedAtUnix: r.body.ingestLag.scrapedAtUnix, scrapeError: r.body.ingestLag.scrapeError });
     const keys = r.body.rows.map((row: any) => row.workloadKey);
-    assert.deepEqual(keys, [AGENT, 'eng/Pod/scratch']);
+    // Every workload of the facts has a row, evidence or not (issue 18 item 5), sorted per rule 2; not the service's own.
+    assert.deepEqual(keys, [AGENT, 'eng/Pod/scratch', 'eng/Deployment/meshy', 'eng/StatefulSet/db', 'shop/Deployment/orders']);
     const row = r.body.rows[0];
     assert.equal(row.bypassedDestinations, 2);
     // m: 5 connections + 1 resolution to api.openai.com, 1 resolution of api.anthropic.com.

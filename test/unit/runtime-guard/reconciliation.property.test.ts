@@ -131,7 +131,7 @@ describe('reconciliation properties', () => {
     fc.assert(
       fc.property(fc.array(observationArb, { maxLength: 30 }), (observations) => {
         const own = observations.map((o) => ({ ...o, namespace: 'reins', podName: 'reins-4a-old', observedAt: T }));
-        assert.deepEqual(run(own).rows, []);
+        assert.deepEqual(run(own).rows.filter((r) => r.namespace === 'reins' || r.destinations.length > 0), []);
       }),
       { numRuns: 100 },
     );

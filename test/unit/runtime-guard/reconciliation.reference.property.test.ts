@@ -26,6 +26,10 @@ const pods: Array<[string, string, string]> = [
   ['reins', 'reins-4a-old', ''],
   ['reins', 'reins-5f-new', ''],
   ['eng', 'ghost-1', ''],
+  // Gone from the facts: named like a pod of a known ReplicaSet, of the service's own, remembered.
+  ['eng', 'agent-7d9f-zq8x2', ''],
+  ['reins', 'reins-5f-k2j4m', ''],
+  ['eng', 'agent-6c1-ab3cd', ''],
   // Nameless pods: matched by address (a known pod, the service's previous pod, an unknown one).
   ['eng', '', '10.244.1.1'],
   ['reins', '', '10.244.9.1'],
@@ -48,6 +52,7 @@ const names = [
   'pypi.org.svc.cluster.local',
   'orders.shop.svc.cluster.local',
   'orders.shop',
+  'llm-proxy.eng.svc.cluster.local',
   'reins.reins.svc.cluster.local',
   'reins.reins',
   'kubernetes.default.svc',
@@ -83,6 +88,9 @@ const addresses = [
   '169.254.1.1',
   '127.0.0.1',
   'fe80::1',
+  '2606:4700::6810:85e5',
+  '104.18.33.45',
+  '10.244.3.3',
   '',
 ];
 
@@ -153,6 +161,17 @@ const snapshots: Array<ClusterFacts | null> = [
   { ...base, selfService: null },
   { ...base, clusterDnsAddresses: ['198.51.100.8'] },
   { ...base, pods: base.pods.filter((p) => p.name !== 'db-0') },
+  { ...base, podOwners: [{ namespace: 'eng', name: 'agent-6c1-ab3cd', kind: 'Deployment', workload: 'agent' }, { namespace: 'eng', name: 'ghost-1', kind: 'Deployment', workload: 'ghost' }] },
+  { ...base, replicaSets: base.replicaSets.filter((r) => r.name !== 'agent-7d9f') },
+  // A Service without a selector: one endpoint outside the cluster's ranges (a provider address), one inside a node's pod CIDR.
+  {
+    ...base,
+    nodes: [{ name: 'node-a', addresses: [IP.node], podCIDRs: ['10.244.3.0/24'] }],
+    endpointSlices: [
+      ...base.endpointSlices,
+      { namespace: 'eng', serviceName: 'llm-proxy', endpoints: [{ addresses: ['104.18.33.45', IP.openai, '10.244.3.3'] }] },
+    ],
+  },
   null,
 ];
 const factsArb = fc.constantFrom(...snapshots);

@@ -253,7 +253,9 @@ describe('counting', () => {
       observation({ family: 'other', podName: 'db-0' }),
       dns('agent-7d9f-a', 'api.mistral.ai', '', { observedAt: WINDOW.windowStartUnix }),
     ]);
-    assert.deepEqual(result.rows.map((r) => r.workloadKey), [AGENT]);
+    // Every workload has a row (issue 18 item 5); only the agent's carries evidence.
+    assert.deepEqual(result.rows.filter((r) => r.destinations.length > 0).map((r) => r.workloadKey), [AGENT]);
+    assert.deepEqual(rowOf(result, 'eng/StatefulSet/db').destinations, []);
     assert.deepEqual(rowOf(result, AGENT).destinations.map((d) => d.destName), ['api.mistral.ai']);
   });
 
@@ -272,13 +274,13 @@ describe('counting', () => {
         ],
       }),
     });
-    assert.deepEqual(result.rows, []);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
     assert.equal(result.networkDetectorDisabled, false);
   });
 
   test('an unnamed observation from a previous pod\'s address is dropped too', () => {
     const result = run([conn('', IP.openai, { namespace: 'reins', podIP: '10.244.9.1' })]);
-    assert.deepEqual(result.rows, []);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
   });
 
   test('n joins governed calls of every type to the workload by name', () => {
@@ -494,5 +496,182 @@ describe('ordering', () => {
       'pypi.org',
       'kube-dns.kube-system.svc.cluster.local',
     ]);
+  });
+});
+
+describe('issue 18: no evasion by Service, IPv6, the own Service by resolved name', () => {
+  // A Service without a selector whose EndpointSlice points at a provider address, and one at an address inside a
+  // node's pod CIDR (a pod the facts do not list yet).
+  const proxyFacts = makeFacts({
+    nodes: [{ name: 'node-a', addresses: [IP.node], podCIDRs: ['10.244.3.0/24'] }],
+    services: [...makeFacts().services, { namespace: 'eng', name: 'llm-proxy', clusterIPs: ['10.96.5.5'] }, { namespace: 'eng', name: 'llm-headless', clusterIPs: ['None'] }],
+    endpointSlices: [
+      ...makeFacts().endpointSlices,
+      { namespace: 'eng', serviceName: 'llm-proxy', endpoints: [{ addresses: [IP.openai, '10.244.3.3'] }] },
+      { namespace: 'eng', serviceName: 'llm-headless', endpoints: [{ addresses: [IP.anthropic] }] },
+    ],
+  });
+
+  test('an EndpointSlice address outside the cluster ranges stays external: provider, counted, named after the Service', () => {
+    const row = rowOf(run([conn('agent-7d9f-a', IP.openai)], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'llm-proxy.eng.svc.cluster.local');
+    assert.equal(dest.kind, 'provider');
+    assert.equal(dest.suppressed, false);
+    assert.equal(dest.rung, 'R2');
+    assert.equal(dest.destIP, IP.openai);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('a DNS-named provider address behind a selector-less Service keeps the provider name', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.openai), conn('agent-7d9f-a', IP.openai)], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.source, 'network');
+    assert.equal(dest.suppressed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('an EndpointSlice address inside a node pod CIDR stays in-cluster', () => {
+    const row = rowOf(run([conn('agent-7d9f-a', '10.244.3.3')], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'llm-proxy.eng.svc.cluster.local');
+    assert.equal(dest.suppressReason, 'in-cluster');
+    assert.equal(row.bypassedDestinations, 0);
+  });
+
+  test('a headless Service name answered with an external address does not make the connection in-cluster', () => {
+    const row = rowOf(
+      run([dns('agent-7d9f-a', 'llm-headless.eng.svc.cluster.local', IP.anthropic), conn('agent-7d9f-a', IP.anthropic)], { facts: proxyFacts }),
+      AGENT,
+    );
+    const dest = destOf(row, 'llm-headless.eng.svc.cluster.local', false);
+    assert.equal(dest.kind, 'provider');
+    assert.equal(dest.source, 'network');
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test('IPv6: a connection to an IPv6 address yields no row and no destination', () => {
+    const result = run([conn('db-0', '2606:4700::6810:85e5'), conn('agent-7d9f-a', '2606:4700::6810:85e5'), dns('agent-7d9f-a', 'orders.shop')]);
+    assert.equal(result.rows.some((r) => r.workloadKey === 'eng/StatefulSet/db' && r.destinations.length > 0), false);
+    const row = rowOf(result, AGENT);
+    assert.equal(row.destinations.some((d) => d.destName.includes('2606')), false);
+    assert.equal(row.bypassedDestinations, 0);
+  });
+
+  test('IPv6: a DNS answer whose first address is IPv6 gives no destIP, the question still counts', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', '2606:4700::6810:85e5'), conn('agent-7d9f-a', '2606:4700::6810:85e5')]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.destIP, '');
+    assert.equal(dest.source, 'dns');
+    assert.equal(row.dnsOnly, true);
+  });
+
+  test('a provider name answered with the own Service address is service-gateway, not counted', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.reinsClusterIP), conn('agent-7d9f-a', IP.reinsClusterIP)]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.suppressed, true);
+    assert.equal(dest.suppressReason, 'service-gateway');
+    assert.equal(row.bypassedDestinations, 0);
+    assert.equal(row.m, 0);
+    assert.equal(row.dnsOnly, false);
+  });
+
+  test('the same provider name also answered with its real address stays counted', () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.reinsClusterIP), dns('agent-7d9f-b', 'api.openai.com', IP.openai)]), AGENT);
+    const dest = destOf(row, 'api.openai.com');
+    assert.equal(dest.suppressed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+});
+
+describe('issue 18: every workload has a row', () => {
+  test('workloads without evidence get a quiet row; system namespaces and the service itself do not', () => {
+    const facts = makeFacts({
+      pods: [
+        ...makeFacts().pods,
+        { namespace: 'kube-system', name: 'coredns-1', ip: '10.244.0.2', node: 'node-a', containers: [{ name: 'coredns', image: 'coredns:1' }], ownerReferences: [] },
+        { namespace: 'ops', name: 'fluent-x1', ip: '10.244.0.3', node: 'node-a', containers: [{ name: 'app', image: 'fluent:1' }], ownerReferences: [{ kind: 'DaemonSet', name: 'fluent', controller: true }] },
+      ],
+      // A Deployment scaled to zero (only its ReplicaSet is left), a CronJob between runs, a bare Job.
+      replicaSets: [...makeFacts().replicaSets, { namespace: 'eng', name: 'idle-55', ownerReferences: [{ kind: 'Deployment', name: 'idle', controller: true }] }],
+      jobs: [
+        { namespace: 'eng', name: 'nightly-29000', ownerReferences: [{ kind: 'CronJob', name: 'nightly', controller: true }] },
+        { namespace: 'eng', name: 'migrate', ownerReferences: [] },
+      ],
+    });
+    const result = run([conn('agent-7d9f-a', IP.openai)], { facts, governedCalls: [call('llm', 'eng/db')] });
+    assert.deepEqual(result.rows.map((r) => r.workloadKey), [
+      AGENT,
+      'eng/CronJob/nightly',
+      'eng/Deployment/idle',
+      'eng/Deployment/meshy',
+      'eng/Job/migrate',
+      'eng/Pod/scratch',
+      'eng/StatefulSet/db',
+      'ops/DaemonSet/fluent',
+      'shop/Deployment/orders',
+    ]);
+    const db = rowOf(result, 'eng/StatefulSet/db');
+    assert.deepEqual(
+      { m: db.m, n: db.n, bypassed: db.bypassedDestinations, dnsOnly: db.dnsOnly, destinations: db.destinations, confirmed: db.attributionConfirmed },
+      { m: 0, n: 1, bypassed: 0, dnsOnly: false, destinations: [], confirmed: true },
+    );
+    assert.equal(rowOf(result, 'eng/Pod/scratch').attributionConfirmed, false);
+    assert.equal(rowOf(result, 'eng/Deployment/meshy').attributionNote, 'pod-level (multi-container)');
+  });
+
+  test('without cluster facts only observed workloads have rows', () => {
+    const result = run([conn('agent-7d9f-a', IP.openai)], { facts: null });
+    assert.deepEqual(result.rows.map((r) => r.workloadKey), ['eng/Pod/agent-7d9f-a']);
+  });
+});
+
+describe('issue 18: one row per workload across rollouts', () => {
+  test('a pod gone with its ReplicaSet attributes to the Deployment it was remembered with: one row', () => {
+    const facts = makeFacts({ podOwners: [{ namespace: 'eng', name: 'agent-6c1-old01', kind: 'Deployment', workload: 'agent' }] });
+    const result = run([conn('agent-6c1-old01', IP.openai), conn('agent-7d9f-a', IP.anthropic)], { facts });
+    const agentRows = result.rows.filter((r) => r.name.startsWith('agent'));
+    assert.deepEqual(agentRows.map((r) => r.workloadKey), [AGENT]);
+    const row = rowOf(result, AGENT);
+    assert.equal(row.bypassedDestinations, 2);
+    assert.equal(row.attributionConfirmed, true);
+    assert.equal(row.attributionNote, '');
+  });
+
+  test('a pod never seen is attributed by name to a known ReplicaSet, Job or CronJob, marked inferred', () => {
+    const facts = makeFacts({
+      jobs: [
+        { namespace: 'eng', name: 'nightly-29000100', ownerReferences: [{ kind: 'CronJob', name: 'nightly', controller: true }] },
+        { namespace: 'eng', name: 'migrate', ownerReferences: [] },
+      ],
+    });
+    const result = run([conn('agent-7d9f-zq8x2', IP.openai), conn('nightly-29000000-ab12c', IP.openai), conn('migrate-x9y8z', IP.openai)], { facts });
+    assert.equal(rowOf(result, AGENT).bypassedDestinations, 1);
+    // The live pods confirm the Deployment: the row says so whatever the order of evidence.
+    assert.equal(rowOf(result, AGENT).attributionConfirmed, true);
+    // The CronJob is known through another of its Jobs: its row is confirmed, the gone pod's evidence joins it.
+    const cron = rowOf(result, 'eng/CronJob/nightly');
+    assert.equal(cron.attributionConfirmed, true);
+    assert.equal(cron.bypassedDestinations, 1);
+    assert.equal(rowOf(result, 'eng/Job/migrate').bypassedDestinations, 1);
+    assert.equal(result.rows.some((r) => r.kind === 'Pod' && r.name !== 'scratch'), false);
+  });
+
+  test('a row made only by inferred evidence says so in attributionNote', () => {
+    const facts = makeFacts({ replicaSets: [...makeFacts().replicaSets, { namespace: 'kube-system', name: 'metrics-7f', ownerReferences: [{ kind: 'Deployment', name: 'metrics', controller: true }] }] });
+    const row = rowOf(run([conn('metrics-7f-abcde', IP.openai, { namespace: 'kube-system' })], { facts }), 'kube-system/Deployment/metrics');
+    assert.equal(row.attributionNote, 'owner inferred from pod name');
+    assert.equal(row.attributionConfirmed, false);
+    assert.equal(row.bypassedDestinations, 1);
+  });
+
+  test("the service's own previous pod found by its name is dropped", () => {
+    const result = run([conn('reins-5f-k2j4m', IP.openai, { namespace: 'reins' })]);
+    assert.deepEqual(result.rows.filter((r) => r.namespace === 'reins'), []);
+  });
+
+  test('a name that matches no known owner stays pod level', () => {
+    const result = run([conn('unknown-7d9f-zq8x2', IP.openai)]);
+    const row = rowOf(result, 'eng/Pod/unknown-7d9f-zq8x2');
+    assert.equal(row.attributionConfirmed, false);
+    assert.equal(row.attributionNote, '');
   });
 });

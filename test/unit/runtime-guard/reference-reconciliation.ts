@@ -8,14 +8,16 @@
  * (connections and DNS resolutions from the node sensor), next to what the gateway governed. A pure
  * function over plain data; the README in this folder states every rule and why.
  */
-import { normalizeHost } from '../../../src/runtime-guard/addresses.js';
+import { isIpv6, normalizeHost } from '../../../src/runtime-guard/addresses.js';
 import {
   buildFactsIndex,
   classifyAddress,
   classifyName,
   expansionCandidates,
   isPublicLookingName,
+  isSelfWorkload,
   NOT_A_FINDING,
+  resolvePodWorkload,
   type AddressClass,
   type FactsIndex,
   type FindingClass,
@@ -33,7 +35,7 @@ import type {
   Rung,
   WindowSuppressReason,
 } from '../../../src/runtime-guard/types.js';
-import { podLevelWorkload, resolveWorkload, type WorkloadRef } from '../../../src/runtime-guard/workload.js';
+import { controllerOf, podLevelWorkload, resolveWorkload, type WorkloadRef } from '../../../src/runtime-guard/workload.js';
 
 /**
  * Cluster facts older than this stand the network detector down: pod and Service addresses get reused,
@@ -66,6 +68,10 @@ export function unattributedName(ip: string): string {
 // ---- Pass 1: observations aggregated per pod. ----
 
 interface DnsAggregate {
+  /** The name as asked. */
+  raw: string;
+  /** The answers are addresses of the service's own Service (keyed apart from the others). */
+  gatewayAnswer: boolean;
   count: number;
   /** The last behavior added: most repeats are skipped with one comparison. */
   lastBehavior: string;
@@ -191,13 +197,54 @@ class Reconciler {
     const name = pod?.name ?? (podName !== '' ? podName : podIP);
     if (index.selfPodNames.has(`${namespace}/${name}`)) return null;
     if (podName === '' && !pod && index.selfPodIps.has(podIP)) return null;
-    const ref = pod ? resolveWorkload(pod, index.owners) : podLevelWorkload(namespace, name);
-    if (ref.attributionConfirmed && index.selfWorkloadKeys.has(ref.workloadKey)) return null;
+    const ref = resolvePodWorkload(pod, namespace, name, index);
+    if (isSelfWorkload(ref, index)) return null;
     let workload = this.workloads.get(ref.workloadKey);
     if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+    // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
+    else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
     const bucket: PodBucket = { dns: new Map(), network: new Map() };
     workload.pods.push(bucket);
     return bucket;
+  }
+
+  /**
+   * Every workload of the facts gets a row, evidence or not: each pod's (through the same resolution as an observed
+   * pod), then the owners of ReplicaSets and Jobs; not kube-system or kube-public, not the service's own.
+   */
+  addClusterWorkloads(facts: ClusterFacts): void {
+    const system = (ns: string): boolean => ns === 'kube-system' || ns === 'kube-public';
+    const done = new Set<string>();
+    const add = (ref: WorkloadRef): void => {
+      if (done.has(ref.workloadKey)) return;
+      done.add(ref.workloadKey);
+      if (system(ref.namespace) || this.index.selfWorkloadKeys.has(ref.workloadKey)) return;
+      const known = this.workloads.get(ref.workloadKey);
+      if (!known) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+      else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
+    };
+    // The facts' pods in the index's order (one entry per namespace and name, the last one listed).
+    for (const inNamespace of this.index.podsByName.values()) {
+      for (const pod of inNamespace.values()) {
+        if (system(pod.namespace)) continue;
+        if (this.index.selfPodNames.has(`${pod.namespace}/${pod.name}`)) continue;
+        const ref = resolvePodWorkload(pod, pod.namespace, pod.name, this.index);
+        if (isSelfWorkload(ref, this.index)) continue;
+        add(ref);
+      }
+    }
+    for (const [kind, list] of [['ReplicaSet', facts.replicaSets], ['Job', facts.jobs]] as const) {
+      const last = new Map<string, (typeof list)[number]>();
+      for (const c of list) last.set(`${c.namespace}/${c.name}`, c);
+      for (const c of last.values()) {
+        if (system(c.namespace)) continue;
+        const owner = controllerOf(c.ownerReferences);
+        const named = owner !== undefined && owner.name !== '';
+        const ownerKind = named ? owner.kind : kind;
+        const ownerName = named ? owner.name : c.name;
+        add({ workloadKey: `${c.namespace}/${ownerKind}/${ownerName}`, namespace: c.namespace, kind: ownerKind, name: ownerName, attributionConfirmed: true, attributionNote: '' });
+      }
+    }
   }
 
   /** Pass 1: one map lookup chain per observation; everything else works on the aggregates. */
@@ -206,6 +253,9 @@ class Reconciler {
       const family = o.family;
       if (family !== 'dns' && family !== 'network') continue;
       if (!(o.observedAt >= start && o.observedAt <= end)) continue;
+      // Spec "Limits": IPv6 yields no row; a DNS answer whose first address is IPv6 gives no destIP.
+      if (family === 'network' && isIpv6(o.destIP)) continue;
+      const destIP = isIpv6(o.destIP) ? '' : o.destIP;
       let inNamespace = this.pods.get(o.namespace);
       if (!inNamespace) this.pods.set(o.namespace, (inNamespace = new Map()));
       const podKey = o.podName !== '' ? o.podName : `ip:${o.podIP}`;
@@ -214,13 +264,18 @@ class Reconciler {
       if (slot === null) continue;
       const count = eventCount(o.count);
       if (family === 'dns') {
-        let agg = slot.dns.get(o.destName);
-        if (!agg) slot.dns.set(o.destName, (agg = { count: 0, lastBehavior: '', behaviors: new Set(), lastAnswer: '', answers: new Set() }));
+        const gatewayAnswer = destIP !== '' && this.addressClass(destIP).cls?.suppressReason === 'service-gateway';
+        const key = gatewayAnswer ? `gw\u0000${o.destName}` : o.destName;
+        let agg = slot.dns.get(key);
+        if (!agg) {
+          agg = { raw: o.destName, gatewayAnswer, count: 0, lastBehavior: '', behaviors: new Set(), lastAnswer: '', answers: new Set() };
+          slot.dns.set(key, agg);
+        }
         agg.count += count;
         addBehavior(agg, o.behavior);
-        if (o.destIP !== '' && o.destIP !== agg.lastAnswer) {
-          agg.answers.add(o.destIP);
-          agg.lastAnswer = o.destIP;
+        if (destIP !== '' && destIP !== agg.lastAnswer) {
+          agg.answers.add(destIP);
+          agg.lastAnswer = destIP;
         }
       } else {
         if (o.destIP === '' && o.destName === '') continue;
@@ -257,10 +312,10 @@ class Reconciler {
             external = true;
           }
         }
-        for (const [raw, agg] of pod.dns) {
+        for (const agg of pod.dns.values()) {
           for (const ip of agg.answers) answered.add(ip);
           if (!external) continue;
-          const name = this.normalize(raw);
+          const name = this.normalize(agg.raw);
           const cls = this.nameClass(name);
           if (cls !== NOT_A_FINDING && cls.kind !== 'provider' && cls.kind !== 'infra') continue;
           if (!isPublicLookingName(name, this.index)) continue;
@@ -340,7 +395,7 @@ class Reconciler {
     };
 
     const bare = new Set<string>();
-    for (const pod of workload.pods) for (const raw of pod.dns.keys()) bare.add(this.normalize(raw));
+    for (const pod of workload.pods) for (const agg of pod.dns.values()) bare.add(this.normalize(agg.raw));
 
     // Address -> the name a DNS answer gave it: the pod's own answers first, then any pod of the same
     // workload, so that a replica reusing an address it resolved before the window (DNS caching) does not
@@ -356,13 +411,16 @@ class Reconciler {
 
     for (const [podIndex, pod] of workload.pods.entries()) {
       const answerNames = podAnswers[podIndex]!;
-      for (const [raw, agg] of pod.dns) {
-        const name = this.normalize(raw);
+      for (const agg of pod.dns.values()) {
+        const name = this.normalize(agg.raw);
         if (name === '') continue;
         const folded = this.foldedClass(name, bare);
         if (folded.cls === NOT_A_FINDING) continue;
         const key = folded.variant ? `variant\u0000${folded.destName}` : `name\u0000${folded.destName}`;
-        record(key, folded.destName, 'R0', folded.cls, 0, agg.count, agg.behaviors, '');
+        // A provider name answered with the service's own Service: the governed shape.
+        const gateway = agg.gatewayAnswer && !folded.variant && (folded.cls.kind === 'provider' || folded.cls.kind === 'infra');
+        const cls: FindingClass = gateway ? { kind: 'internal', suppressReason: 'service-gateway' } : folded.cls;
+        record(key, folded.destName, 'R0', cls, 0, agg.count, agg.behaviors, '');
       }
 
       for (const agg of pod.network.values()) {
@@ -390,11 +448,13 @@ class Reconciler {
             rung = 'R0';
             if (address.cls) cls = address.cls;
             else if (nameClass === NOT_A_FINDING) continue;
+            // An external address stays external whatever an in-cluster name answered it.
+            else if (nameClass.kind === 'internal' && agg.ip !== '') cls = { kind: 'provider', suppressReason: '' };
             else cls = nameClass;
           } else {
             if (agg.ip === '') continue;
-            destName = unattributedName(agg.ip);
-            rung = 'R6';
+            destName = address.serviceName ?? unattributedName(agg.ip);
+            rung = address.serviceName !== undefined ? 'R2' : 'R6';
             // No identity: an external address is still a real, counted finding.
             cls = address.cls ?? { kind: 'provider', suppressReason: '' };
           }
@@ -469,9 +529,9 @@ class Reconciler {
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
   private answerNames(pod: PodBucket, bare: ReadonlySet<string>): Map<string, string> {
     const answers = new Map<string, string>();
-    for (const [raw, agg] of pod.dns) {
+    for (const agg of pod.dns.values()) {
       if (agg.answers.size === 0) continue;
-      const name = this.normalize(raw);
+      const name = this.normalize(agg.raw);
       if (name === '') continue;
       const folded = this.foldedClass(name, bare);
       if (folded.variant || folded.cls?.suppressReason === 'reverse-dns') continue;
@@ -580,6 +640,7 @@ export function reconcile(input: ReconcileInput): ReconciliationResult {
   const usable = factsUsable(input.facts, input.nowUnix);
   const reconciler = new Reconciler(input.facts ?? emptyClusterFacts());
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
+  reconciler.addClusterWorkloads(input.facts ?? emptyClusterFacts());
 
   let windowReason: WindowSuppressReason | null = null;
   let natDetail = '';

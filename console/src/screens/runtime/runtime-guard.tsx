@@ -3,7 +3,7 @@
  * workload (GET /api/v1/runtime/reconciliation?window=). Read-only. Disabled (`enabled: false`)
  * shows the server's reason as the page's message.
  */
-import { Fragment, useState } from 'react';
+import { Fragment, useMemo, useState } from 'react';
 import { query } from '../../api';
 import { CapabilityBadge, ErrorNote, Loading, Notice } from '../../components/ui';
 import { formatUnix } from '../../format';
@@ -13,6 +13,36 @@ import { useResource } from '../../use-resource';
 import { Capability, DetectorStoodDown, Headline, IngestLagPanel, ProbedAt } from './honesty';
 
 export const WINDOWS = ['5m', '15m', '1h', '6h', '24h'];
+
+/** Rows per page of the reconciliation table (20,000 workloads stay usable). */
+export const PAGE_SIZE = 100;
+/** Above this many rows "with findings only" starts on. */
+export const FINDINGS_ONLY_ABOVE = 50;
+
+/** The seconds a picker value asks for ('' when the server would not parse it as a duration). */
+function requestedSeconds(window: string): number | null {
+  const m = /^(\d+)(s|m|h|d)$/.exec(window);
+  if (!m) return null;
+  return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'];
+}
+
+function formatSeconds(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}
+
+/** The window the server used, and whether it differs from what was asked (clamped, or not understood). */
+export function WindowUsed({ requested, startUnix, endUnix }: { requested: string; startUnix: number; endUnix: number }) {
+  const used = endUnix - startUnix;
+  const asked = requestedSeconds(requested);
+  return (
+    <p className="muted window-used" data-testid="window-used">
+      Window used: {formatUnix(startUnix)} to {formatUnix(endUnix)} ({formatSeconds(used)})
+      {asked === null ? `; "${requested}" was not understood, so the default was used.` : asked !== used ? `; clamped from ${formatSeconds(asked)} to the 5 min … 24 h range.` : '.'}
+    </p>
+  );
+}
 
 export function WindowPicker({ value, onChange }: { value: string; onChange: (w: string) => void }) {
   return (
@@ -134,11 +164,7 @@ function ReconciliationView({ data, window }: { data: Reconciliation; window: st
   const withBypass = data.rows.filter((r) => r.bypassedDestinations > 0).length;
   return (
     <div data-testid="reconciliation">
-      {data.windowStartUnix && data.windowEndUnix ? (
-        <p className="muted">
-          Window used: {formatUnix(data.windowStartUnix)} to {formatUnix(data.windowEndUnix)} (clamped to 5 minutes … 24 hours).
-        </p>
-      ) : null}
+      {data.windowStartUnix && data.windowEndUnix ? <WindowUsed requested={window} startUnix={data.windowStartUnix} endUnix={data.windowEndUnix} /> : null}
       {down ? <DetectorStoodDown reason={data.disabledReason} /> : null}
       <p className="summary">
         Workloads that reached AI providers outside governance: <Headline count={withBypass} detectorDown={down} /> of {data.rows.length}.
@@ -149,6 +175,65 @@ function ReconciliationView({ data, window }: { data: Reconciliation; window: st
       </p>
       {data.rows.length === 0 ? (
         <p className="empty">No workloads in this window. The sensor observes IPv4 only: an empty result speaks only for IPv4.</p>
+      ) : (
+        <RowsTable rows={data.rows} detectorDown={down} window={window} />
+      )}
+      <IngestLagPanel lag={data.ingestLag} />
+    </div>
+  );
+}
+
+/** A row with a finding: an unsuppressed destination (a counted provider, or IMDS). */
+export function hasFinding(row: ReconciliationRow): boolean {
+  return row.destinations.some((d) => !d.suppressed);
+}
+
+/** Search by namespace/name, "with findings only" (on by default above 50 rows), and pages of PAGE_SIZE rows. */
+function RowsTable({ rows, detectorDown, window }: { rows: ReconciliationRow[]; detectorDown: boolean; window: string }) {
+  const [text, setText] = useState('');
+  const [findingsOnly, setFindingsOnly] = useState(rows.length > FINDINGS_ONLY_ABOVE);
+  const [page, setPage] = useState(0);
+  const shown = useMemo(() => {
+    const needle = text.trim().toLowerCase();
+    return rows.filter((r) => (!findingsOnly || hasFinding(r)) && (needle === '' || `${r.namespace}/${r.name}`.toLowerCase().includes(needle) || r.workloadKey.toLowerCase().includes(needle)));
+  }, [rows, text, findingsOnly]);
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
+  const current = Math.min(page, pages - 1);
+  const slice = shown.slice(current * PAGE_SIZE, (current + 1) * PAGE_SIZE);
+  return (
+    <>
+      <div className="table-tools" data-testid="reconciliation-tools">
+        <label className="field inline">
+          <span>Search</span>
+          <input
+            type="search"
+            name="workload-search"
+            placeholder="namespace/name"
+            value={text}
+            onChange={(e) => {
+              setText(e.target.value);
+              setPage(0);
+            }}
+          />
+        </label>
+        <label className="field inline checkbox">
+          <input
+            type="checkbox"
+            name="findings-only"
+            checked={findingsOnly}
+            onChange={(e) => {
+              setFindingsOnly(e.target.checked);
+              setPage(0);
+            }}
+          />
+          <span>With findings only</span>
+        </label>
+        <span className="muted" data-testid="rows-shown">
+          {shown.length} of {rows.length} workloads
+        </span>
+      </div>
+      {slice.length === 0 ? (
+        <p className="empty">No workload matches.</p>
       ) : (
         <table className="table reconciliation">
           <thead>
@@ -163,21 +248,41 @@ function ReconciliationView({ data, window }: { data: Reconciliation; window: st
             </tr>
           </thead>
           <tbody>
-            {data.rows.map((row) => (
-              <WorkloadRow key={row.workloadKey} row={row} detectorDown={down} window={window} />
+            {slice.map((row) => (
+              <WorkloadRow key={row.workloadKey} row={row} detectorDown={detectorDown} window={window} />
             ))}
           </tbody>
         </table>
       )}
-      <IngestLagPanel lag={data.ingestLag} />
-    </div>
+      {pages > 1 ? (
+        <div className="pager" data-testid="pager">
+          <button type="button" className="btn plain small" disabled={current === 0} onClick={() => setPage(current - 1)}>
+            Previous
+          </button>
+          <span>
+            Page {current + 1} of {pages}
+          </span>
+          <button type="button" className="btn plain small" disabled={current >= pages - 1} onClick={() => setPage(current + 1)}>
+            Next
+          </button>
+        </div>
+      ) : null}
+    </>
   );
 }
 
-function evidenceOf(row: ReconciliationRow): string {
+/**
+ * One evidence summary per row, computed the way the spec defines dnsOnly: over the unsuppressed destinations
+ * (counted providers and IMDS). IMDS connections are IMDS evidence, never "no evidence".
+ */
+export function evidenceOf(row: ReconciliationRow): string {
+  const unsuppressed = row.destinations.filter((d) => !d.suppressed);
+  if (unsuppressed.length === 0) return row.destinations.length > 0 ? 'suppressed evidence only' : 'no evidence';
   if (row.dnsOnly) return 'DNS resolutions only';
-  if (row.m > 0) return 'connection-backed';
-  return 'no evidence';
+  const imds = unsuppressed.some((d) => d.kind === 'imds' && d.source === 'network');
+  const provider = unsuppressed.some((d) => d.kind !== 'imds' && d.source === 'network');
+  if (imds && !provider) return 'IMDS connections';
+  return imds ? 'connection-backed (with IMDS)' : 'connection-backed';
 }
 
 function WorkloadRow({ row, detectorDown, window }: { row: ReconciliationRow; detectorDown: boolean; window: string }) {
@@ -205,10 +310,12 @@ function WorkloadRow({ row, detectorDown, window }: { row: ReconciliationRow; de
               attribution unconfirmed
             </span>
           )}
-          {row.attributionNote ? (
+          {row.attributionNote === 'pod-level (multi-container)' ? (
             <p className="sidecar-note">
               {row.attributionNote}: a mesh or telemetry sidecar was detected, so its egress cannot be separated from the application’s.
             </p>
+          ) : row.attributionNote ? (
+            <p className="sidecar-note">{row.attributionNote}: the pod was gone from the cluster, its owner was inferred from Kubernetes' pod naming.</p>
           ) : null}
         </td>
         <td>
