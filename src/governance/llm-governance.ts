@@ -22,6 +22,8 @@ import type { RequestNotes } from '../approvals/request-notes.js';
 import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import { promptExcerpt } from '../held-calls/redact.js';
 import type { HeldCallRegistry } from '../held-calls/registry.js';
+import type { ProviderName } from '../config/config.js';
+import { PROVIDERS } from '../planes/llm/providers/index.js';
 import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from '../planes/llm/types.js';
 import { costOf, type PriceTable } from '../budgets/prices.js';
 import { settleBudget } from '../budgets/budget-store.js';
@@ -57,17 +59,6 @@ export interface LlmGovernanceDeps extends BudgetDeps {
 type Call = LlmCall<GovernedCaller>;
 type Context = CallContext<Call, LlmGovernanceDeps>;
 
-/**
- * The two model families whose native Bedrock routes are held (the spec's "two model families"): Anthropic Claude
- * and Amazon Nova, on invoke and invoke-with-response-stream only. Their Converse routes and other families are
- * refused outright by an approve policy.
- */
-function holdableOnBedrock(call: Call): boolean {
-  const action = policyRoute('bedrock', call.route);
-  const model = call.model ?? '';
-  return (action === 'invoke' || action === 'invoke-with-response-stream') && /(^|[.:/])(anthropic\.claude|amazon\.nova)/.test(model);
-}
-
 /** The readable part of a prompt for the held-call entry: the last message's text, else the input or prompt. */
 function promptText(body: unknown): string {
   if (typeof body !== 'object' || body === null) return '';
@@ -92,7 +83,7 @@ function promptText(body: unknown): string {
 const routeNames = new Map<string, string>();
 
 /** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix (memoised: few distinct routes). */
-export function policyRoute(provider: string, route: string): string {
+export function policyRoute(provider: ProviderName, route: string): string {
   const key = provider + route;
   let name = routeNames.get(key);
   if (name === undefined) {
@@ -103,10 +94,8 @@ export function policyRoute(provider: string, route: string): string {
   return name;
 }
 
-function routeName(provider: string, route: string): string {
-  const path = route.split('?')[0] ?? route;
-  if (provider === 'bedrock') return /^\/model\/[^/]+\/([a-z-]+)$/.exec(path)?.[1] ?? path.replace(/^\//, '');
-  return path.replace(/^\/v1\//, '').replace(/^\//, '');
+function routeName(provider: ProviderName, route: string): string {
+  return PROVIDERS[provider].policyRoute(route.split('?')[0] ?? route);
 }
 
 /** A body Reins will not read (nested too deep) is refused before anything else is looked at. */
@@ -135,11 +124,11 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   hold: {
     // Token counting and listings are never held.
     applies: (call) => call.metered,
-    cannotHold: (call, p) =>
-      call.provider === 'bedrock' && !holdableOnBedrock(call)
-        ? `Reins policy "${p.name}" requires a person to approve this request, and this Bedrock route cannot be held: only invoke and ` +
-          `invoke-with-response-stream of Anthropic Claude and Amazon Nova models are parked for approval; other models and the Converse API are refused. ${p.message}`
-        : null,
+    // Some routes of a provider cannot be parked (Bedrock: only the native routes of two model families).
+    cannotHold: (call, p) => {
+      const why = PROVIDERS[call.provider].unholdable?.(policyRoute(call.provider, call.route), call.model ?? '') ?? null;
+      return why === null ? null : `Reins policy "${p.name}" requires a person to approve this request, and ${why} ${p.message}`;
+    },
     request: (ctx, p, deps) => {
       const { call, caller } = ctx;
       const sessionId = caller.sessionId === '' ? null : caller.sessionId;
