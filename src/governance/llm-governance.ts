@@ -19,7 +19,6 @@ import type { Db } from '../store/db.js';
 import type { AuditWriter } from '../audit/audit-writer.js';
 import type { GrantLookup } from '../approvals/grants.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
-import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import { promptExcerpt } from '../held-calls/redact.js';
 import type { HeldCallRegistry } from '../held-calls/registry.js';
 import type { ProviderName } from '../config/config.js';
@@ -37,7 +36,7 @@ import { auditRoomStep } from './steps/audit-room-step.js';
 import { budgetStep, type BudgetDeps } from './steps/budget-step.js';
 import { callerStep } from './steps/caller-step.js';
 import { grantsStep } from './steps/grants-step.js';
-import { holdStep } from './steps/hold-step.js';
+import { holdRequest, holdStep } from './steps/hold-step.js';
 import { modelAccessStep } from './steps/model-access-step.js';
 import { policyStep } from './steps/policy-step.js';
 
@@ -129,32 +128,13 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
       const why = PROVIDERS[call.provider].unholdable?.(policyRoute(call.provider, call.route), call.model ?? '') ?? null;
       return why === null ? null : `Reins policy "${p.name}" requires a person to approve this request, and ${why} ${p.message}`;
     },
-    request: (ctx, p, deps) => {
-      const { call, caller } = ctx;
-      const sessionId = caller.sessionId === '' ? null : caller.sessionId;
-      return {
-        kind: 'llm',
-        requester: caller.developer?.id ?? null,
-        agentId: caller.agentId,
-        sessionId,
+    request: ({ call, caller }, p, deps) =>
+      holdRequest(caller, p, {
         tool: null,
         model: call.model,
-        policyName: p.name,
-        policyMessage: p.message,
-        ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
         promptExcerpt: promptExcerpt(promptText(call.body), 500, deps.ownSecrets),
-        dedupeKey: heldCallDedupeKey({
-          kind: 'llm',
-          agentId: caller.agentId,
-          developerId: caller.developer?.id ?? null,
-          sessionId,
-          policyName: p.name,
-          route: `/llm/${call.provider}${call.route}`,
-          model: call.model ?? '',
-          body: call.body,
-        }),
-      };
-    },
+        identity: { kind: 'llm', route: `/llm/${call.provider}${call.route}`, model: call.model ?? '', body: call.body },
+      }),
   },
   section: (ctx) => ({ llm: llmSection(ctx.call) }),
   /** Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. */

@@ -10,7 +10,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { evaluate, preparePolicyObject } from '../policy/engine.js';
 import { canonicalHost, createPolicyObject, MCP_ANNOTATION_DEFAULTS, type AutonomyTier, type JsonValue, type ToolAnnotations } from '../policy/policy-object.js';
 import { NO_GRANTS, type CallerGrants } from '../approvals/grants.js';
-import { heldCallDedupeKey } from '../held-calls/dedupe-key.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from '../planes/egress/types.js';
 import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from '../planes/mcp/types.js';
 import { recordEnd } from './audit-record.js';
@@ -20,7 +19,7 @@ import { GovernancePipeline } from './pipeline.js';
 import { auditRoomStep } from './steps/audit-room-step.js';
 import { callerStep } from './steps/caller-step.js';
 import { grantsStep } from './steps/grants-step.js';
-import { holdStep } from './steps/hold-step.js';
+import { holdRequest, holdStep } from './steps/hold-step.js';
 import { policyStep } from './steps/policy-step.js';
 
 export type PlaneGovernanceDeps = PipelineDeps;
@@ -99,22 +98,13 @@ export const MCP_PLANE: PlaneSpec<McpCallFacts> = {
   },
   hold: {
     applies: () => true,
-    request: ({ call, caller }, p) => {
-      const sessionId = caller.sessionId === '' ? null : caller.sessionId;
-      return {
-        kind: 'mcp',
-        requester: caller.developer?.id ?? null,
-        agentId: caller.agentId,
-        sessionId,
+    request: ({ call, caller }, p) =>
+      holdRequest(caller, p, {
         tool: `${call.server}/${call.tool}`,
         model: null,
-        policyName: p.name,
-        policyMessage: p.message,
-        ...(p.approvalWindowSeconds === undefined ? {} : { approvalWindowSeconds: p.approvalWindowSeconds }),
         promptExcerpt: null,
-        dedupeKey: heldCallDedupeKey({ kind: 'mcp', agentId: caller.agentId, developerId: caller.developer?.id ?? null, sessionId, policyName: p.name, server: call.server, tool: call.tool, arguments: call.arguments }),
-      };
-    },
+        identity: { kind: 'mcp', server: call.server, tool: call.tool, arguments: call.arguments },
+      }),
   },
   section: (ctx) => ({ mcp: ctx.call }),
   memoKey: (ctx) => mcpMemoKey(ctx.caller, ctx.tier, ctx.call),

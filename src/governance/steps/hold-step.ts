@@ -1,7 +1,9 @@
 import type { DecidingPolicy } from '../../policy/compile-policy.js';
-import type { HoldOutcome } from '../../held-calls/registry.js';
+import { heldCallDedupeKey, type HeldCallIdentity, type LlmCallIdentity, type McpCallIdentity } from '../../held-calls/dedupe-key.js';
+import type { HoldOutcome, HoldRequest } from '../../held-calls/registry.js';
 import { recordDecision } from '../audit-record.js';
 import type { CallContext, CallRefusal, PipelineDeps, StepEnv, StepResult } from '../call-context.js';
+import type { GovernedCaller } from '../caller.js';
 import { withNote } from '../policy-refusal.js';
 
 /**
@@ -53,4 +55,35 @@ async function afterHold<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>
   const revoked = await env.deps.credentials.revokedSince(ctx.caller.tokenId, ctx.caller.agentId);
   if (revoked) return { reason: 'credential_revoked', message: `Reins did not ${words.send} this held ${words.noun}: ${revoked}.` };
   return undefined;
+}
+
+type Common = 'agentId' | 'developerId' | 'sessionId' | 'policyName';
+
+/** What a plane adds to a hold request: what the call is, and what tells it apart for the dedupe key. */
+export interface HeldCallParts {
+  tool: string | null;
+  model: string | null;
+  promptExcerpt: string | null;
+  identity: Omit<LlmCallIdentity, Common> | Omit<McpCallIdentity, Common>;
+}
+
+/** A hold request: who asks and the deciding policy as every plane fills them, and what the plane adds. */
+export function holdRequest(caller: GovernedCaller, p: DecidingPolicy, parts: HeldCallParts): HoldRequest {
+  const developerId = caller.developer?.id ?? null;
+  const sessionId = caller.sessionId === '' ? null : caller.sessionId;
+  const identity = Object.assign({ agentId: caller.agentId, developerId, sessionId, policyName: p.name }, parts.identity) as HeldCallIdentity;
+  const request: HoldRequest = {
+    kind: parts.identity.kind,
+    requester: developerId,
+    agentId: caller.agentId,
+    sessionId,
+    tool: parts.tool,
+    model: parts.model,
+    policyName: p.name,
+    policyMessage: p.message,
+    promptExcerpt: parts.promptExcerpt,
+    dedupeKey: heldCallDedupeKey(identity),
+  };
+  if (p.approvalWindowSeconds !== undefined) request.approvalWindowSeconds = p.approvalWindowSeconds;
+  return request;
 }
