@@ -32,16 +32,19 @@ import {
 } from './json-rpc.js';
 import { HELD_KEEP_ALIVE_MS, HeldStream } from './held-stream.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
-import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
+import type { McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
 import { readBody } from '../../shared/read-body.js';
+import { Exchange, heldStreamErrors } from './exchange.js';
+import { answerLocally, send, sendError } from './local-answers.js';
+import { BUILT_IN_SERVER, bearerToken, header, headerMismatch, pathOf, protocolMeta, routeOf } from './request-checks.js';
+import { collectUpTo, findAnswer, mediaKind, parseEventData } from './upstream-answers.js';
 
 export type * from './types.js';
 export { DEFAULT_ANNOTATIONS, resolveAnnotations } from './annotations.js';
+export { BUILT_IN_SERVER, isMcpRequest } from './request-checks.js';
 
 /** Tool arguments can carry documents; this is the gateway's limit for one POST. */
 export const MCP_BODY_LIMIT = 16 * 1024 * 1024;
-/** The built-in Reins MCP server's name: its requests are routed elsewhere. */
-export const BUILT_IN_SERVER = 'reins';
 /** How long the gateway waits for an upstream's `tools/list` when a call names a tool it has not seen. */
 export const TOOLS_LIST_TIMEOUT_MS = 10_000;
 const MAX_LIST_PAGES = 20;
@@ -49,250 +52,8 @@ const MAX_LIST_PAGES = 20;
 const OBSERVED_JSON_LIMIT = 8 * 1024 * 1024;
 
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
-/** Where SEP-2243's `Mcp-Name` header comes from in the body, by method. */
-const NAME_PARAM: Record<string, 'name' | 'uri'> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'resources/subscribe': 'uri',
-  'resources/unsubscribe': 'uri',
-};
 
 type Request = Extract<Inbound, { kind: 'request' }>;
-
-function pathOf(url: string): string {
-  const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
-}
-
-/** `/mcp/{name}` with what follows the name ('' or a sub-path); null outside `/mcp/`. */
-function routeOf(url: string): { name: string; rest: string } | null {
-  const path = pathOf(url);
-  if (!path.startsWith('/mcp/')) return null;
-  const tail = path.slice('/mcp/'.length);
-  const slash = tail.indexOf('/');
-  return slash < 0 ? { name: tail, rest: '' } : { name: tail.slice(0, slash), rest: tail.slice(slash) };
-}
-
-/** Whether a request belongs to the MCP proxy: under `/mcp/`, but not the built-in `/mcp/reins`. */
-export function isMcpRequest(url: string | undefined): boolean {
-  const route = url === undefined ? null : routeOf(url);
-  return route !== null && route.name !== BUILT_IN_SERVER;
-}
-
-function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function bearerToken(authorization: string | undefined): string | null {
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
-  return m?.[1] ?? null;
-}
-
-function send(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify(payload);
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-function sendError(res: ServerResponse, status: number, id: JsonRpcId | null, code: number, message: string, headers?: Record<string, string>): void {
-  send(res, status, errorMessage(id, code, message), headers);
-}
-
-/**
- * Answers Reins writes itself (refusals): JSON unless the client takes only SSE, or the answer is already an
- * SSE stream (a held call's: see held-stream.ts).
- */
-function answerLocally(res: ServerResponse, accept: string | undefined, payload: object | object[]): void {
-  const messages = Array.isArray(payload) ? payload : [payload];
-  if (res.headersSent) {
-    res.end(messages.map(sseEvent).join(''));
-    return;
-  }
-  if (accepts(accept, 'application/json') || !accepts(accept, 'text/event-stream')) return send(res, 200, payload);
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  res.end(messages.map(sseEvent).join(''));
-}
-
-function decodeHeaderValue(value: string): string {
-  // SEP-2243's sentinel for values outside the header character set.
-  const m = /^=\?base64\?(.*)\?=$/i.exec(value);
-  return m ? Buffer.from(m[1] ?? '', 'base64').toString('utf8') : value;
-}
-
-/**
- * The 2026-07-28 revision mirrors the method and the tool (or prompt, or resource) into `Mcp-Method` and
- * `Mcp-Name` so that intermediaries can route on them. Reins decides on the body; a header that says
- * otherwise could make an upstream or a middlebox act on a different tool than the one decided, so a
- * mismatch is refused (HTTP 400, -32020) rather than forwarded. Absent headers are not required here.
- */
-function headerMismatch(headers: IncomingHttpHeaders, m: Inbound): string | null {
-  const method = header(headers, 'mcp-method');
-  const name = header(headers, 'mcp-name');
-  if (m.kind !== 'request' && m.kind !== 'notification') return null;
-  if (method !== undefined && method !== m.method) return `Header mismatch: Mcp-Method is "${method}" but the body's method is "${m.method}"`;
-  if (name === undefined || m.kind !== 'request') return null;
-  const param = NAME_PARAM[m.method];
-  const bodyName = param === undefined ? undefined : m.params?.[param];
-  if (typeof bodyName === 'string' && decodeHeaderValue(name) !== bodyName) {
-    return `Header mismatch: Mcp-Name is "${name}" but the body's params.${param} is "${bodyName}"`;
-  }
-  return null;
-}
-
-/** The protocol keys of a request's `_meta` (the stateless revision carries client info and version there). */
-function protocolMeta(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  const meta = params?._meta;
-  if (typeof meta !== 'object' || meta === null) return undefined;
-  const out = Object.fromEntries(Object.entries(meta).filter(([k]) => k.startsWith('io.modelcontextprotocol/')));
-  return Object.keys(out).length > 0 ? out : undefined;
-}
-
-function mediaKind(contentType: string | string[] | undefined): 'sse' | 'json' | 'other' {
-  const ct = (Array.isArray(contentType) ? contentType[0] : contentType)?.toLowerCase() ?? '';
-  if (ct.startsWith('text/event-stream')) return 'sse';
-  return ct.includes('json') ? 'json' : 'other';
-}
-
-function parseEventData(event: SseEvent): unknown[] {
-  if (event.data === null || event.data === '') return [];
-  try {
-    const v = JSON.parse(event.data) as unknown;
-    return Array.isArray(v) ? v : [v];
-  } catch {
-    return [];
-  }
-}
-
-/**
- * A body's chunks as they pass, kept while their total stays within `limit` bytes; at its end `onEnd` gets the kept
- * ones and whether they are the whole body.
- */
-function collectUpTo(stream: Dispatcher.ResponseData['body'], limit: number, onEnd: (chunks: Buffer[], whole: boolean) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  stream.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= limit) chunks.push(chunk);
-  });
-  stream.once('end', () => onEnd(chunks, size <= limit));
-}
-
-/** The upstream's answer to one request of the gateway's own, in a JSON or SSE body. */
-function findAnswer(text: string, kind: 'sse' | 'json' | 'other', id: string): unknown {
-  let messages: unknown[] = [];
-  if (kind === 'sse') {
-    const splitter = new SseSplitter();
-    const events = splitter.push(text);
-    splitter.end();
-    messages = events.flatMap(parseEventData);
-  } else {
-    const v = JSON.parse(text) as unknown;
-    messages = Array.isArray(v) ? v : [v];
-  }
-  return messages.find((m) => {
-    const o = readOutbound(m);
-    return o.kind === 'response' && o.id === id;
-  });
-}
-
-/** JSON-RPC errors for the forwarded calls no answer reached, on a held call's stream (its HTTP status is sent). */
-function heldStreamErrors<C>(exchange: Exchange<C>, message: string): object[] {
-  return [...exchange.calls.values()].filter((t) => !t.done).map((t) => errorMessage(t.call.requestId, SERVER_ERROR, message));
-}
-
-interface Tracked<C> {
-  call: McpToolCall<C>;
-  done: boolean;
-}
-
-/**
- * One request's passage through the proxy: the calls it forwarded (to report when their answers pass), the
- * `tools/list` requests it forwarded (whose results teach annotations and may be filtered), and the refusals
- * Reins answers itself alongside the upstream's answer.
- */
-class Exchange<C> {
-  readonly calls = new Map<string, Tracked<C>>();
-  readonly listIds = new Set<string>();
-  refusals: object[] = [];
-  status = 0;
-  /** The SSE answer begun because a call of this request was held for a person; null otherwise. */
-  held: HeldStream | null = null;
-  /** Held calls the client cancelled (`notifications/cancelled`) while they waited: never run. */
-  readonly cancelled = new Set<string>();
-  /** How many `tools/call` requests the POST carried. */
-  toolCalls = 0;
-  endHeldStream: () => void = () => {};
-
-  constructor(
-    private readonly gateway: McpGateway<C>,
-    readonly upstream: Upstream,
-    readonly caller: C,
-    readonly started: number,
-  ) {}
-
-  track(call: McpToolCall<C>): void {
-    this.calls.set(idKey(call.requestId), { call, done: false });
-  }
-
-  /** Whether the upstream's answer must be rewritten rather than passed through byte for byte. */
-  get rewrites(): boolean {
-    return this.refusals.length > 0 || (this.gateway.hidesTools && this.listIds.size > 0);
-  }
-
-  get observes(): boolean {
-    return this.calls.size > 0 || this.listIds.size > 0;
-  }
-
-  complete(call: McpToolCall<C>, result: Omit<McpCallResult, 'durationMs'>): void {
-    // Not `{ ...result, durationMs }`: a property after a leading spread takes a slow path on Node 20's V8 (0.7 µs).
-    this.gateway.report(call, Object.assign({ durationMs: performance.now() - this.started }, result));
-  }
-
-  /** A message from the upstream, on its way to the client. */
-  observe(message: unknown): void {
-    const o = readOutbound(message);
-    if (o.kind === 'notification' && o.method === 'notifications/tools/list_changed') this.gateway.cache.forget(this.upstream.name);
-    if (o.kind !== 'response' || o.id === null) return;
-    const key = idKey(o.id);
-    if (o.result && this.listIds.has(key)) {
-      const tools = toolsOf(o.result);
-      if (tools) this.gateway.cache.learn(this.upstream.name, tools);
-    }
-    const tracked = this.calls.get(key);
-    if (tracked && !tracked.done) {
-      tracked.done = true;
-      const result: Omit<McpCallResult, 'durationMs'> = o.error
-        ? { status: this.status, end: 'forwarded', isError: true, error: o.error }
-        : { status: this.status, end: 'forwarded', isError: o.result?.isError === true };
-      this.complete(tracked.call, result);
-    }
-  }
-
-  /** The message as the client should see it: a `tools/list` result without the tools `hideTool` hides. */
-  rewrite(message: unknown): unknown {
-    const o = readOutbound(message);
-    if (!this.gateway.hidesTools || o.kind !== 'response' || o.id === null || !o.result || !this.listIds.has(idKey(o.id))) return message;
-    if (!Array.isArray(o.result.tools)) return message;
-    const tools = (o.result.tools as unknown[]).filter((t) => !this.gateway.hides(this.caller, this.upstream.name, t));
-    if (tools.length === o.result.tools.length) return message;
-    return { ...(message as object), result: { ...o.result, tools } };
-  }
-
-  /** The HTTP answer is over: calls whose answer did not pass end now. */
-  finish(status: number, end: McpCallResult['end']): void {
-    for (const tracked of this.calls.values()) {
-      if (tracked.done) continue;
-      tracked.done = true;
-      this.complete(tracked.call, { status, end });
-    }
-  }
-}
 
 /** The MCP data plane's request handler, on node:http objects. */
 export class McpGateway<C> {

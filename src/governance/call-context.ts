@@ -1,0 +1,176 @@
+/**
+ * The one object a governed call's governance works on (pipeline.ts): every plane builds one per call, every step
+ * reads and fills it, and the audit record (audit-record.ts) is written from it. A plane's differences are data in
+ * its `PlaneSpec`: which steps apply, the policy object's section, the audit facts, how a refusal is worded.
+ *
+ * Every field is set when the context is made (newCallContext), so all contexts share one shape and V8 keeps the
+ * property accesses on its fast path; the arrays are shared empty ones until a step has something to put there.
+ */
+import type { AuditWriter } from '../audit/audit-writer.js';
+import type { GrantLookup, CallerGrants } from '../approvals/grants.js';
+import { NO_GRANTS } from '../approvals/grants.js';
+import type { RequestNotes } from '../approvals/request-notes.js';
+import type { ModelPrice } from '../budgets/prices.js';
+import type { Reservation } from '../budgets/budget-store.js';
+import type { HeldCallRegistry, HoldRequest, ParkedEntry } from '../held-calls/registry.js';
+import type { TierCache } from '../identity/tier-cache.js';
+import type { DecidingPolicy } from '../policy/compile-policy.js';
+import type { Decision } from '../policy/decision.js';
+import type { AutonomyTier, PolicyObjectInput } from '../policy/policy-object.js';
+import type { PolicySet } from '../policy/policy-set.js';
+import type { GovernedCaller } from './caller.js';
+import type { CredentialCache } from './credential-cache.js';
+import type { DecisionMemo } from './decision-memo.js';
+
+/** Why Reins refuses a call itself (the LLM plane's `RefusalReason`; MCP and egress use a subset). */
+export type CallRefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
+
+/** A step's refusal: the reason, and the whole sentence the person sees. `agent` only for agent_not_bound. */
+export interface CallRefusal {
+  reason: CallRefusalReason;
+  message: string;
+  agent?: string;
+}
+
+/** How a hold ended, as the end event records it. */
+export interface HeldRecord {
+  entryId: string;
+  outcome: string;
+  letThrough?: boolean;
+}
+
+/** What every plane's governance needs; the LLM plane adds rules, prices and the store (llm-governance.ts). */
+export interface PipelineDeps {
+  tiers: TierCache;
+  policies: PolicySet;
+  credentials: CredentialCache;
+  audit: AuditWriter;
+  grants: GrantLookup;
+  /** What a refusal says about the developer's own request for the same policy or model (approvals). */
+  notes?: RequestNotes;
+  /** Parks calls an approve policy holds; absent: such calls are refused with the policy's message. */
+  held?: HeldCallRegistry;
+  onTokenUse?: (tokenId: string) => void;
+  onError?: (err: Error, what: string) => void;
+  /** Counts each completed call by label (the LLM provider, else the plane) and outcome (ok, refused, error). */
+  onCompleted?: (label: string, outcome: string, refusal: string | null) => void;
+}
+
+/** What a step may use besides the context: the governance's dependencies and its policy-decision memo. */
+export interface StepEnv<D extends PipelineDeps = PipelineDeps> {
+  readonly deps: D;
+  readonly decisions: DecisionMemo;
+}
+
+/**
+ * One step of the pipeline (agentgateway's per-policy `apply`): nothing to say (undefined, the next step runs),
+ * a refusal (the pipeline stops), or a promise of either when the step must wait. A step returns a promise only
+ * when it has to: the cached path (credential cached, grants in memory, nothing held, no budget) stays synchronous.
+ */
+export type StepResult = CallRefusal | undefined | Promise<CallRefusal | undefined>;
+export type Step<Call, D extends PipelineDeps = PipelineDeps> = (ctx: CallContext<Call, D>, env: StepEnv<D>) => StepResult;
+
+/** How a plane words what happened to a held (or holdable) call. */
+export interface PlaneWords {
+  /** `request`, `tool call`, `connection`. */
+  noun: string;
+  /** `send` / `sent` for an LLM request, `run` / `run` for a tool call. */
+  send: string;
+  sent: string;
+  /** How to ask for an exception after a reviewer stopped the call (ends the sentence). */
+  exceptionVia: string;
+  /** Added after a timed-out hold's message. */
+  timedOutAdvice: string;
+  /** Whether a stopped call's message carries the developer's own request note. */
+  noteAfterReview: boolean;
+  /** The refusal when an approve policy decides and the call is not parked (held calls off, or never for this plane). */
+  notParked(policy: DecidingPolicy): string;
+}
+
+/** Whether and how an approve outcome parks a call of this plane (hold-step.ts). */
+export interface HoldSpec<Call, D extends PipelineDeps = PipelineDeps> {
+  /** False: the call is never held and an approve outcome lets it through (LLM token counting, model listings). */
+  applies(call: Call): boolean;
+  /** The refusal when this call cannot be parked even with held calls on (Bedrock's other routes), else null. */
+  cannotHold?(call: Call, policy: DecidingPolicy): string | null;
+  request(ctx: CallContext<Call, D>, policy: DecidingPolicy, deps: D): HoldRequest;
+}
+
+/** The plane's part of the policy object: `llm`, `mcp` or `egress`. */
+export type PolicySection = Pick<PolicyObjectInput, 'llm' | 'mcp' | 'egress'>;
+
+/** A plane as the governance sees it: its steps, its policy section and audit facts, its words. */
+export interface PlaneSpec<Call, D extends PipelineDeps = PipelineDeps> {
+  /** The audit event's type and the policy object's `request.type`. */
+  type: 'llm' | 'mcp' | 'egress';
+  steps: readonly Step<Call, D>[];
+  words: PlaneWords;
+  /** Null: an approve outcome refuses the call (egress: connections are not parked). */
+  hold: HoldSpec<Call, D> | null;
+  /** The policy object's plane section, `{ llm }`, `{ mcp }` or `{ egress }`. */
+  section(ctx: CallContext<Call, D>): PolicySection;
+  /** Every field the policy object is built from, in one string; null when the decision must not be memoised. */
+  memoKey(ctx: CallContext<Call, D>): string | null;
+  action(call: Call): string;
+  /** The audit event's host column (egress only). */
+  host(call: Call): string | null;
+  /** The counter label of a completed call (onCompleted). */
+  label(call: Call): string;
+  /** The call's facts in the decision event (and the single event of a refused call). */
+  decisionFacts(call: Call): Record<string, unknown>;
+  /** The call's facts repeated in the end event. */
+  endFacts(call: Call): Record<string, unknown>;
+}
+
+const NO_NAMES: string[] = [];
+const NO_RESERVATIONS: Reservation[] = [];
+
+export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
+  readonly plane: PlaneSpec<Call, D>;
+  readonly call: Call;
+  readonly caller: GovernedCaller;
+  /** When the call was decided; read through callTime() (made only when a step needs it). */
+  at: Date | null;
+  tier: AutonomyTier;
+  explicitTier: boolean;
+  grants: CallerGrants;
+  decision: Decision | null;
+  /** The policies a grant exempted the caller from. */
+  exempted: string[];
+  refusal: CallRefusal | null;
+  held: HeldRecord | null;
+  /** Set when the decision event is queued: the end event then follows with the same id. */
+  callId: string | null;
+  /** LLM: the model's price (null: unpriced) and the budget reservations to settle. */
+  price: ModelPrice | null;
+  reservations: Reservation[];
+  /** Called just before the call is parked (the LLM plane keeps the client alive). */
+  beforeHold: (() => void) | undefined;
+  /** Called once the call is parked, after its decision event is queued (the MCP plane tells the client). */
+  onParked: ((entry: ParkedEntry) => void) | undefined;
+}
+
+export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Call, D>, call: Call, caller: GovernedCaller): CallContext<Call, D> {
+  return {
+    plane,
+    call,
+    caller,
+    at: null,
+    tier: 'T2',
+    explicitTier: false,
+    grants: NO_GRANTS,
+    decision: null,
+    exempted: NO_NAMES,
+    refusal: null,
+    held: null,
+    callId: null,
+    price: null,
+    reservations: NO_RESERVATIONS,
+    beforeHold: undefined,
+    onParked: undefined,
+  };
+}
+
+export function callTime<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>): Date {
+  return (ctx.at ??= new Date());
+}

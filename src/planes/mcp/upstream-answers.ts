@@ -1,0 +1,53 @@
+/** Reading an upstream's answer on the side: its media kind, SSE events' JSON, a bounded copy, one response by id. */
+import type { Dispatcher } from 'undici';
+import { readOutbound } from './json-rpc.js';
+import { SseSplitter, type SseEvent } from './sse.js';
+
+export function mediaKind(contentType: string | string[] | undefined): 'sse' | 'json' | 'other' {
+  const ct = (Array.isArray(contentType) ? contentType[0] : contentType)?.toLowerCase() ?? '';
+  if (ct.startsWith('text/event-stream')) return 'sse';
+  return ct.includes('json') ? 'json' : 'other';
+}
+
+export function parseEventData(event: SseEvent): unknown[] {
+  if (event.data === null || event.data === '') return [];
+  try {
+    const v = JSON.parse(event.data) as unknown;
+    return Array.isArray(v) ? v : [v];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * A body's chunks as they pass, kept while their total stays within `limit` bytes; at its end `onEnd` gets the kept
+ * ones and whether they are the whole body.
+ */
+export function collectUpTo(stream: Dispatcher.ResponseData['body'], limit: number, onEnd: (chunks: Buffer[], whole: boolean) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= limit) chunks.push(chunk);
+  });
+  stream.once('end', () => onEnd(chunks, size <= limit));
+}
+
+/** The upstream's answer to one request of the gateway's own, in a JSON or SSE body. */
+export function findAnswer(text: string, kind: 'sse' | 'json' | 'other', id: string): unknown {
+  let messages: unknown[] = [];
+  if (kind === 'sse') {
+    const splitter = new SseSplitter();
+    const events = splitter.push(text);
+    splitter.end();
+    messages = events.flatMap(parseEventData);
+  } else {
+    const v = JSON.parse(text) as unknown;
+    messages = Array.isArray(v) ? v : [v];
+  }
+  return messages.find((m) => {
+    const o = readOutbound(m);
+    return o.kind === 'response' && o.id === id;
+  });
+}
+
