@@ -10,12 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
 import { parseIdentityId } from '../shared/ids.js';
-import { AppError, invalid, notFound } from '../shared/errors.js';
+import { invalid, notFound } from '../shared/errors.js';
 import { matchingRule } from '../budgets/budget-rules.js';
 import { listBudgetRules, replaceBudgetRuleIn } from '../budgets/budget-store.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import { deciderOf } from '../shared/decider.js';
-import { refusalStatus, type Refusal } from '../shared/refusal.js';
+import { refusalError, type Refusal } from '../shared/refusal.js';
 import {
   decideGrant,
   decideRequest,
@@ -387,7 +387,7 @@ export async function decide(db: Db, caller: Actor, id: string, action: RequestA
       subject: id,
       data: { requestId: id, code: refusal.code, message: refusal.message, ...credentialOf(caller) },
     });
-    throw new AppError(refusalStatus(refusal.code) === 403 ? 'forbidden' : refusalStatus(refusal.code) === 409 ? 'conflict' : 'invalid_request', refusal.message);
+    throw refusalError(refusal);
   }
   return result.value;
 }
@@ -581,8 +581,7 @@ export async function revokeGrant(db: Db, caller: Actor, id: string): Promise<Gr
   });
   if (result.refused) {
     await recordAudit(db, { type: 'control', action: 'grant.revoke', actor: caller, outcome: 'refused', subject: id, data: { grantId: id, code: result.refused.code } });
-    const status = refusalStatus(result.refused.code);
-    throw new AppError(status === 403 ? 'forbidden' : status === 409 ? 'conflict' : 'invalid_request', result.refused.message);
+    throw refusalError(result.refused);
   }
   return result.value;
 }
