@@ -29,111 +29,14 @@ export interface Identity {
   createdAt: string;
 }
 
-export type RequestType = 'exception' | 'model_access' | 'budget_topup';
-export type RequestState = 'pending' | 'under_review' | 'approved' | 'denied';
+// The approvals' wire shapes are the server's contract (type-only: nothing of it reaches the bundle).
+export type { AccessRequest, DecisionOutcome, Grant } from '../../src/approvals/contract.js';
 
-export interface Decision {
-  approver: string;
-  decision: 'approve' | 'deny';
-  reason: string | null;
-  at: string;
-}
+export type { HeldCall, HumanReviewSettings } from '../../src/held-calls/contract.js';
 
-export interface AccessRequest {
-  id: string;
-  type: RequestType;
-  state: RequestState;
-  requester: string;
-  justification: string;
-  targetPolicy: string | null;
-  requestedModel: string | null;
-  requestedAmountUsd: number | null;
-  requiredApprovers: string[];
-  durationSeconds: number | null;
-  projectScope: string;
-  decisions: Decision[];
-  grantId: string | null;
-  denialReason: string | null;
-  createdAt: string;
-}
+export type { ExceptionRule, Notification } from '../../src/approvals/contract.js';
 
-export type GrantState = 'active' | 'revoked' | 'expired';
-
-export interface Grant {
-  id: string;
-  type: RequestType;
-  state: GrantState;
-  developerId: string;
-  policyName: string | null;
-  model: string | null;
-  amountUsd: number | null;
-  projectScope: string;
-  approvers: string[];
-  requestId: string;
-  createdAt: string;
-  expiresAt: string;
-  revokedAt: string | null;
-  revokedBy: string | null;
-}
-
-export interface DecisionAnswer {
-  request: AccessRequest;
-  grant: Grant | null;
-  warnings: string[];
-}
-
-export interface HeldCall {
-  id: string;
-  kind: 'llm' | 'mcp';
-  state: 'pending' | 'released' | 'stopped' | 'timed_out';
-  timeoutOutcome: 'deny' | 'allow' | null;
-  requester: string | null;
-  agentId: string;
-  sessionId: string | null;
-  tool: string | null;
-  model: string | null;
-  policyName: string;
-  policyMessage: string;
-  promptExcerpt: string | null;
-  attachedCalls: number;
-  createdAt: string;
-  expiresAt: string;
-  decidedBy: string | null;
-  note: string | null;
-}
-
-export interface ExceptionRule {
-  id: string;
-  name: string;
-  policyName: string;
-  maxDurationSeconds: number;
-  requiredApprovers: string[];
-  projectScope: string;
-}
-
-export interface Notification {
-  id: string;
-  kind: string;
-  message: string;
-  requestId: string | null;
-  grantId: string | null;
-  createdAt: string;
-  readAt: string | null;
-}
-
-export interface AuditEvent {
-  id: string;
-  at: string;
-  type: string;
-  action: string;
-  outcome: string;
-  actor: { kind: string; id: string | null };
-  subject: string | null;
-  host: string | null;
-  data: Record<string, unknown>;
-  /** On the decision event of an allowed or held gateway call: whether its end event exists (false: outcome unknown). */
-  callEnded?: boolean;
-}
+export type { AuditEvent } from '../../src/audit/contract.js';
 
 export interface Policy {
   name: string;
@@ -144,12 +47,6 @@ export interface Policy {
   approvalWindowSeconds?: number;
   enabled: boolean;
   builtIn: boolean;
-}
-
-export interface HumanReview {
-  llmApprovalWindowSeconds: number;
-  mcpApprovalWindowSeconds: number;
-  timeoutOutcome: 'deny' | 'allow';
 }
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----

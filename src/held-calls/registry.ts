@@ -15,7 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import { deciderOf, SYSTEM_DECIDER } from '../shared/decider.js';
 import { refusalError, type RefusalCode } from '../shared/refusal.js';
-import { decideHeldCall, type HeldCallState } from './held-call-state.js';
+import { decideHeldCall } from './held-call-state.js';
+import type { HeldCall, HeldCallState } from './contract.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
 import { notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
@@ -46,26 +47,6 @@ export type HoldOutcome =
 export interface ParkedEntry {
   id: string;
   expiresAt: Date;
-}
-
-export interface HeldCall {
-  id: string;
-  kind: 'llm' | 'mcp';
-  state: HeldCallState;
-  timeoutOutcome: 'deny' | 'allow' | null;
-  requester: string | null;
-  agentId: string;
-  sessionId: string | null;
-  tool: string | null;
-  model: string | null;
-  policyName: string;
-  policyMessage: string;
-  promptExcerpt: string | null;
-  attachedCalls: number;
-  createdAt: string;
-  expiresAt: string;
-  decidedBy: string | null;
-  note: string | null;
 }
 
 interface Row {

@@ -45,3 +45,6 @@ export const IdentityIdQuery = Type.Object(
 
 /** A field that is the schema's value or null. */
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** The `:id` of a route on one resource. */
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
