@@ -7,27 +7,10 @@ import type { CapabilityState } from '../../src/runtime-guard/cluster.js';
 import type { Destination, ObservationFamily, ObservationItem, ReconciliationRow } from '../../src/runtime-guard/types.js';
 export type { Destination, ObservationFamily, ObservationItem, ReconciliationRow };
 
-export type Role = 'admin' | 'viewer' | 'developer';
-export type Tier = 'T1' | 'T2' | 'T3' | 'T4';
-
-export interface Me {
-  id: string;
-  kind: 'developer';
-  role: Role;
-  displayName: string;
-  via: 'token' | 'session';
-  csrfToken?: string;
-}
-
-export interface Identity {
-  id: string;
-  kind: 'agent' | 'developer';
-  role?: Role;
-  autonomyTier: Tier | '';
-  effectiveTier?: Tier;
-  displayName: string;
-  createdAt: string;
-}
+// Identities and credentials: the server's contract, and the role and tier lists it is built from.
+export type { Identity, Me, TokenInfo } from '../../src/identity/contract.js';
+export type { Role } from '../../src/shared/actor.js';
+export type { Tier } from '../../src/identity/tiers.js';
 
 // The approvals' wire shapes are the server's contract (type-only: nothing of it reaches the bundle).
 export type { AccessRequest, DecisionOutcome, Grant } from '../../src/approvals/contract.js';
@@ -38,16 +21,7 @@ export type { ExceptionRule, Notification } from '../../src/approvals/contract.j
 
 export type { AuditEvent } from '../../src/audit/contract.js';
 
-export interface Policy {
-  name: string;
-  kind: 'allow' | 'deny' | 'approve' | 'audit';
-  appliesTo: ('llm' | 'mcp' | 'egress')[];
-  match: string;
-  message: string;
-  approvalWindowSeconds?: number;
-  enabled: boolean;
-  builtIn: boolean;
-}
+export type { Policy } from '../../src/policy/contract.js';
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----
 
