@@ -1,26 +1,20 @@
 /**
- * The wire shapes the console reads, as API.md and the spec give them (the server's own description is
- * GET /api/v1/openapi.json). Only the fields the console uses are typed.
+ * The wire shapes the console reads. Each is the server's own contract (`src/<domain>/contract.ts`: the TypeBox
+ * schema the route validates with, and its Static type), imported type-only, so nothing of the server reaches the
+ * bundle and a change on the server that breaks the console fails its typecheck. The server's own description is
+ * GET /api/v1/openapi.json.
  */
 // The runtime guard's wire shapes are the engine's own types (modules of plain types, no runtime code).
 import type { CapabilityState } from '../../src/runtime-guard/cluster.js';
 import type { Destination, ObservationFamily, ObservationItem, ReconciliationRow } from '../../src/runtime-guard/types.js';
 export type { Destination, ObservationFamily, ObservationItem, ReconciliationRow };
 
-// Identities and credentials: the server's contract, and the role and tier lists it is built from.
 export type { Identity, Me, TokenInfo } from '../../src/identity/contract.js';
 export type { Role } from '../../src/shared/actor.js';
 export type { Tier } from '../../src/identity/tiers.js';
-
-// The approvals' wire shapes are the server's contract (type-only: nothing of it reaches the bundle).
-export type { AccessRequest, DecisionOutcome, Grant } from '../../src/approvals/contract.js';
-
+export type { AccessRequest, DecisionOutcome, ExceptionRule, Grant, Notification } from '../../src/approvals/contract.js';
 export type { HeldCall, HumanReviewSettings } from '../../src/held-calls/contract.js';
-
-export type { ExceptionRule, Notification } from '../../src/approvals/contract.js';
-
 export type { AuditEvent } from '../../src/audit/contract.js';
-
 export type { Policy } from '../../src/policy/contract.js';
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----
