@@ -39,7 +39,6 @@ import {
   TokenQuery,
 } from './contract.js';
 import { CSRF_HEADER, SESSION_COOKIE, signIn, signOut } from './sessions.js';
-import { TIERS } from './tiers.js';
 import { listTokens, mintToken, revokeToken } from './tokens.js';
 
 export interface IdentityRouteDeps {
