@@ -1,156 +1,21 @@
 /**
- * The wire shapes the console reads, as API.md and the spec give them (the server's own description is
- * GET /api/v1/openapi.json). Only the fields the console uses are typed.
+ * The wire shapes the console reads. Each is the server's own contract (`src/<domain>/contract.ts`: the TypeBox
+ * schema the route validates with, and its Static type), imported type-only, so nothing of the server reaches the
+ * bundle and a change on the server that breaks the console fails its typecheck. The server's own description is
+ * GET /api/v1/openapi.json.
  */
 // The runtime guard's wire shapes are the engine's own types (modules of plain types, no runtime code).
 import type { CapabilityState } from '../../src/runtime-guard/cluster.js';
 import type { Destination, ObservationFamily, ObservationItem, ReconciliationRow } from '../../src/runtime-guard/types.js';
 export type { Destination, ObservationFamily, ObservationItem, ReconciliationRow };
 
-export type Role = 'admin' | 'viewer' | 'developer';
-export type Tier = 'T1' | 'T2' | 'T3' | 'T4';
-
-export interface Me {
-  id: string;
-  kind: 'developer';
-  role: Role;
-  displayName: string;
-  via: 'token' | 'session';
-  csrfToken?: string;
-}
-
-export interface Identity {
-  id: string;
-  kind: 'agent' | 'developer';
-  role?: Role;
-  autonomyTier: Tier | '';
-  effectiveTier?: Tier;
-  displayName: string;
-  createdAt: string;
-}
-
-export type RequestType = 'exception' | 'model_access' | 'budget_topup';
-export type RequestState = 'pending' | 'under_review' | 'approved' | 'denied';
-
-export interface Decision {
-  approver: string;
-  decision: 'approve' | 'deny';
-  reason: string | null;
-  at: string;
-}
-
-export interface AccessRequest {
-  id: string;
-  type: RequestType;
-  state: RequestState;
-  requester: string;
-  justification: string;
-  targetPolicy: string | null;
-  requestedModel: string | null;
-  requestedAmountUsd: number | null;
-  requiredApprovers: string[];
-  durationSeconds: number | null;
-  projectScope: string;
-  decisions: Decision[];
-  grantId: string | null;
-  denialReason: string | null;
-  createdAt: string;
-}
-
-export type GrantState = 'active' | 'revoked' | 'expired';
-
-export interface Grant {
-  id: string;
-  type: RequestType;
-  state: GrantState;
-  developerId: string;
-  policyName: string | null;
-  model: string | null;
-  amountUsd: number | null;
-  projectScope: string;
-  approvers: string[];
-  requestId: string;
-  createdAt: string;
-  expiresAt: string;
-  revokedAt: string | null;
-  revokedBy: string | null;
-}
-
-export interface DecisionAnswer {
-  request: AccessRequest;
-  grant: Grant | null;
-  warnings: string[];
-}
-
-export interface HeldCall {
-  id: string;
-  kind: 'llm' | 'mcp';
-  state: 'pending' | 'released' | 'stopped' | 'timed_out';
-  timeoutOutcome: 'deny' | 'allow' | null;
-  requester: string | null;
-  agentId: string;
-  sessionId: string | null;
-  tool: string | null;
-  model: string | null;
-  policyName: string;
-  policyMessage: string;
-  promptExcerpt: string | null;
-  attachedCalls: number;
-  createdAt: string;
-  expiresAt: string;
-  decidedBy: string | null;
-  note: string | null;
-}
-
-export interface ExceptionRule {
-  id: string;
-  name: string;
-  policyName: string;
-  maxDurationSeconds: number;
-  requiredApprovers: string[];
-  projectScope: string;
-}
-
-export interface Notification {
-  id: string;
-  kind: string;
-  message: string;
-  requestId: string | null;
-  grantId: string | null;
-  createdAt: string;
-  readAt: string | null;
-}
-
-export interface AuditEvent {
-  id: string;
-  at: string;
-  type: string;
-  action: string;
-  outcome: string;
-  actor: { kind: string; id: string | null };
-  subject: string | null;
-  host: string | null;
-  data: Record<string, unknown>;
-  /** On the decision event of an allowed or held gateway call: whether its end event exists (false: outcome unknown). */
-  callEnded?: boolean;
-}
-
-export interface Policy {
-  name: string;
-  kind: 'allow' | 'deny' | 'approve' | 'audit';
-  appliesTo: ('llm' | 'mcp' | 'egress')[];
-  match: string;
-  message: string;
-  approvalWindowSeconds?: number;
-  enabled: boolean;
-  builtIn: boolean;
-}
-
-export interface HumanReview {
-  llmApprovalWindowSeconds: number;
-  mcpApprovalWindowSeconds: number;
-  timeoutOutcome: 'deny' | 'allow';
-}
+export type { Identity, Me, TokenInfo } from '../../src/identity/contract.js';
+export type { Role } from '../../src/shared/actor.js';
+export type { Tier } from '../../src/identity/tiers.js';
+export type { AccessRequest, DecisionOutcome, ExceptionRule, Grant, Notification } from '../../src/approvals/contract.js';
+export type { HeldCall, HumanReviewSettings } from '../../src/held-calls/contract.js';
+export type { AuditEvent } from '../../src/audit/contract.js';
+export type { Policy } from '../../src/policy/contract.js';
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----
 

@@ -5,9 +5,9 @@
 import { actsAs, type Decider, type Vote } from '../shared/decider.js';
 import { isBlank, refuse, type AuditAction, type Refusal } from '../shared/refusal.js';
 
-export type RequestState = 'pending' | 'under_review' | 'approved' | 'denied';
-export type GrantState = 'active' | 'revoked' | 'expired';
-export type AccessRequestType = 'exception' | 'model_access' | 'budget_topup';
+import type { AccessRequestType, GrantState, RequestState } from './contract.js';
+
+export type { AccessRequestType, GrantState, RequestState } from './contract.js';
 
 export interface RecordedDecision {
   approver: string;

@@ -6,16 +6,7 @@ import { parseIdentityId } from '../shared/ids.js';
 import { invalid, notFound } from '../shared/errors.js';
 import type { Db, Queryable } from '../store/db.js';
 
-export interface ExceptionRule {
-  id: string;
-  name: string;
-  policyName: string;
-  maxDurationSeconds: number;
-  requiredApprovers: string[];
-  projectScope: string;
-}
-
-export type ExceptionRuleInput = Omit<ExceptionRule, 'id'>;
+import type { ExceptionRule, ExceptionRuleInput } from './contract.js';
 
 interface Row {
   id: string;

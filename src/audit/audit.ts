@@ -6,6 +6,7 @@
 import type { Queryable } from '../store/db.js';
 import { actorId, type Actor } from '../shared/actor.js';
 import { CALL_END_ACTIONS, isCallDecision } from './call-events.js';
+import type { AuditEvent, AuditEventFilter, AuditEventPage } from './contract.js';
 
 export type AuditType = 'llm' | 'mcp' | 'egress' | 'control';
 
@@ -21,23 +22,6 @@ export interface AuditInput {
   data?: Record<string, unknown>;
 }
 
-export interface AuditEvent {
-  id: string;
-  at: string;
-  type: string;
-  action: string;
-  outcome: string;
-  actor: { kind: string; id: string | null };
-  subject: string | null;
-  host: string | null;
-  data: Record<string, unknown>;
-  /**
-   * On the decision event of a call that was allowed or parked (call-events.ts): whether its end event exists. False
-   * means the call is in flight, or its replica stopped before it ended: the outcome is unknown. Read, not recorded.
-   */
-  callEnded?: boolean;
-}
-
 export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
   if (e.host && e.type !== 'egress') throw new Error('only egress audit events carry a host');
   await q.query(
@@ -47,19 +31,11 @@ export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
   );
 }
 
-export interface AuditQuery {
-  type?: string;
-  action?: string;
-  /** Matches the actor or the subject. */
-  identity?: string;
-  /** A governed call's events: its decision and its end (`data.callId`). */
-  callId?: string;
-  since?: Date;
-  until?: Date;
-  limit: number;
-  /** Opaque: the id of the last event of the previous page. Newest first. */
-  cursor?: string;
-}
+/**
+ * The reader's query: the wire filter (contract.ts) with its dates parsed, the page size settled and the cursor
+ * decoded (opaque on the wire: the id of the last event of the previous page; newest first).
+ */
+export type AuditQuery = Pick<AuditEventFilter, 'type' | 'action' | 'identity' | 'callId' | 'cursor'> & { since?: Date; until?: Date; limit: number };
 
 interface AuditRow {
   id: string;
@@ -85,7 +61,7 @@ export function decodeCursor(cursor: string): string | null {
   return m ? m[1]! : null;
 }
 
-export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<{ items: AuditEvent[]; nextCursor: string | null }> {
+export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<AuditEventPage> {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (clause: (n: string) => string, value: unknown) => {

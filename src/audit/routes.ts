@@ -1,30 +1,11 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
 import { READERS } from '../shared/access.js';
 import { invalid } from '../shared/errors.js';
 import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { decodeCursor, listAuditEvents } from './audit.js';
-
-const AuditEvent = Type.Object({
-  id: Type.String(),
-  at: Type.String({ format: 'date-time' }),
-  type: Type.String({ description: 'llm, mcp, egress (gateway request types) or control' }),
-  action: Type.String({ description: '{entity}.{verb}, e.g. identity.tier_set' }),
-  outcome: Type.String({ description: 'ok, refused or error' }),
-  actor: Type.Object({ kind: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }),
-  subject: Type.Union([Type.String(), Type.Null()]),
-  host: Type.Union([Type.String(), Type.Null()], { description: 'Destination host; egress events only' }),
-  data: Type.Record(Type.String(), Type.Unknown()),
-  callEnded: Type.Optional(
-    Type.Boolean({
-      description:
-        'Only on the decision event of a governed call that was allowed or held (llm.request, mcp.tool_call, egress.request, egress.connect without data.end): ' +
-        'whether its end event (the same action with _end, same data.callId) exists. False: the call is in flight, or the replica serving it stopped ' +
-        'before it ended, so its outcome is unknown.',
-    }),
-  ),
-});
+import { AuditEventPageSchema, AuditEventQuery } from './contract.js';
 
 function parseDate(raw: string | undefined, field: string): Date | undefined {
   if (raw === undefined || raw === '') return undefined;
@@ -33,29 +14,18 @@ function parseDate(raw: string | undefined, field: string): Date | undefined {
   return d;
 }
 
-export function registerAuditRoutes(app: FastifyInstance, db: Db): void {
+export function registerAuditRoutes(fastify: FastifyInstance, db: Db): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/api/v1/audit-events', {
     config: { access: READERS },
     schema: {
       tags: ['audit'],
       summary: 'Audit events, newest first, with filters and cursor pagination',
-      querystring: Type.Object(
-        {
-          type: Type.Optional(Type.String({ maxLength: 40 })),
-          action: Type.Optional(Type.String({ maxLength: 80 })),
-          identity: Type.Optional(Type.String({ maxLength: 320, description: 'Events whose actor or subject is this identity' })),
-          callId: Type.Optional(Type.String({ maxLength: 64, description: "A governed call's events (data.callId): its decision event and its end event" })),
-          since: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, inclusive' })),
-          until: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, exclusive' })),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-          cursor: Type.Optional(Type.String({ maxLength: 100, description: 'nextCursor of the previous page' })),
-        },
-        { additionalProperties: false },
-      ),
-      response: responses({ 200: Type.Object({ items: Type.Array(AuditEvent), nextCursor: Type.Union([Type.String(), Type.Null()]) }) }, ...AUTH_ERRORS),
+      querystring: AuditEventQuery,
+      response: responses({ 200: AuditEventPageSchema }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const q = request.query as { type?: string; action?: string; identity?: string; callId?: string; since?: string; until?: string; limit?: number; cursor?: string };
+      const q = request.query;
       let cursor: string | undefined;
       if (q.cursor !== undefined) {
         cursor = decodeCursor(q.cursor) ?? undefined;

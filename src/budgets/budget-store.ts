@@ -14,15 +14,12 @@ import { recordAudit } from '../audit/audit.js';
 import type { Actor } from '../shared/actor.js';
 import { notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
-import type { BudgetPeriod, BudgetRule as BudgetRuleCore, BudgetRuleInput } from './budget-rules.js';
+import type { BudgetPeriod, BudgetRuleInput } from './budget-rules.js';
+import type { BudgetRule, BudgetUsage } from './contract.js';
 
 export type { BudgetPeriod, BudgetRuleInput };
-
-/** A stored rule: the rule the binding logic reads, with its timestamps. */
-export interface BudgetRule extends BudgetRuleCore {
-  createdAt: string;
-  updatedAt: string;
-}
+/** A stored rule (the wire shape): the rule the binding logic reads, with its timestamps. */
+export type { BudgetRule, BudgetUsage } from './contract.js';
 
 interface Row {
   id: string;
@@ -185,14 +182,6 @@ export async function settleBudget(db: Db, reservations: readonly Reservation[],
       );
     }
   });
-}
-
-export interface BudgetUsage {
-  ruleId: string;
-  identityId: string;
-  periodKey: string;
-  spentUsd: number;
-  reservedUsd: number;
 }
 
 export async function budgetUsage(q: Queryable, filter: { ruleId?: string; identityId?: string }): Promise<BudgetUsage[]> {

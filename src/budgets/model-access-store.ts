@@ -9,14 +9,9 @@ import type { Actor } from '../shared/actor.js';
 import { notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 
-export interface ModelAccessRule {
-  id: string;
-  scope: string;
-  models: string[];
-  description: string;
-  createdAt: string;
-  updatedAt: string;
-}
+import type { ModelAccessRule } from './contract.js';
+
+export type { ModelAccessRule } from './contract.js';
 
 export type ModelAccessInput = Pick<ModelAccessRule, 'scope' | 'models' | 'description'>;
 

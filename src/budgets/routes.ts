@@ -3,12 +3,14 @@
  * every call from its in-memory copy. Each change re-reads this replica's copy before it answers, and
  * the NOTIFY in the change's transaction makes the others re-read theirs.
  */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, READERS } from '../shared/access.js';
 import { actorOf } from '../identity/auth.js';
 import { invalid } from '../shared/errors.js';
-import { AUTH_ERRORS, responses } from '../shared/schemas.js';
+import { AUTH_ERRORS, IdParams, responses } from '../shared/schemas.js';
+import { BudgetRuleBody, BudgetRuleSchema, BudgetUsageSchema, ModelAccessBody, ModelAccessSchema } from './contract.js';
 import type { Db } from '../store/db.js';
 import {
   budgetUsage,
@@ -26,61 +28,10 @@ import {
   getModelAccessRule,
   listModelAccessRules,
   replaceModelAccessRule,
-  type ModelAccessInput,
 } from './model-access-store.js';
 import { validateBudgetRule } from './budget-rules.js';
 import { scopeProblem } from './scope.js';
 
-const Scope = Type.String({ minLength: 1, maxLength: 317, description: '"*", a namespace (eng) or an identity id (eng/alice)' });
-const ModelGlob = Type.String({ minLength: 1, maxLength: 200, pattern: '^\\S+$', description: 'A model glob: * matches any run of characters' });
-const Period = Type.Union([Type.Literal('session'), Type.Literal('day'), Type.Literal('month')]);
-
-const BudgetRuleBody = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 100 }),
-    scope: Scope,
-    pattern: ModelGlob,
-    limitUsd: Type.Number({ minimum: 0, maximum: 1e9, description: 'USD per period for each identity the scope covers (per session for period "session")' }),
-    period: Period,
-  },
-  { additionalProperties: false },
-);
-const BudgetRuleSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  scope: Type.String(),
-  pattern: Type.String(),
-  limitUsd: Type.Number(),
-  period: Period,
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-});
-const BudgetUsageSchema = Type.Object({
-  ruleId: Type.String(),
-  identityId: Type.String(),
-  periodKey: Type.String({ description: 'session:<id>, day:YYYY-MM-DD or month:YYYY-MM (UTC)' }),
-  spentUsd: Type.Number(),
-  reservedUsd: Type.Number({ description: 'Set aside by calls in flight' }),
-});
-
-const ModelAccessBody = Type.Object(
-  {
-    scope: Scope,
-    models: Type.Array(ModelGlob, { minItems: 1, maxItems: 200 }),
-    description: Type.Optional(Type.String({ maxLength: 500 })),
-  },
-  { additionalProperties: false },
-);
-const ModelAccessSchema = Type.Object({
-  id: Type.String(),
-  scope: Type.String(),
-  models: Type.Array(Type.String()),
-  description: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-});
-
-const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** The schema checked types; the rule's own validation checks values (scope syntax, glob, limits). */
 function checkBudgetRule(body: BudgetRuleInput): void {
@@ -93,7 +44,8 @@ function checkScope(scope: string): void {
   if (problem) throw invalid(`body.scope: ${problem}`);
 }
 
-export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; rules: GatewayRules }): void {
+export function registerGatewayRuleRoutes(fastify: FastifyInstance, deps: { db: Db; rules: GatewayRules }): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, rules } = deps;
 
   app.get('/api/v1/budget-rules', {
@@ -114,7 +66,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 201: BudgetRuleSchema }, ...AUTH_ERRORS),
     },
     handler: async (request, reply) => {
-      const body = request.body as BudgetRuleInput;
+      const body = request.body;
       checkBudgetRule(body);
       const rule = await createBudgetRule(db, actorOf(request), body);
       await rules.reload();
@@ -125,7 +77,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
   app.get('/api/v1/budget-rules/:id', {
     config: { access: READERS },
     schema: { tags: ['budgets'], summary: 'One budget rule', params: IdParams, response: responses({ 200: BudgetRuleSchema }, ...AUTH_ERRORS, 404) },
-    handler: async (request) => getBudgetRule(db, (request.params as { id: string }).id),
+    handler: async (request) => getBudgetRule(db, request.params.id),
   });
 
   app.get('/api/v1/budget-rules/:id/usage', {
@@ -137,7 +89,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 200: Type.Object({ items: Type.Array(BudgetUsageSchema) }) }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await getBudgetRule(db, id);
       return { items: await budgetUsage(db, { ruleId: id }) };
     },
@@ -153,9 +105,9 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 200: BudgetRuleSchema }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const body = request.body as BudgetRuleInput;
+      const body = request.body;
       checkBudgetRule(body);
-      const rule = await replaceBudgetRule(db, actorOf(request), (request.params as { id: string }).id, body);
+      const rule = await replaceBudgetRule(db, actorOf(request), request.params.id, body);
       await rules.reload();
       return rule;
     },
@@ -170,7 +122,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 200: Type.Object({ status: Type.Literal('ok'), id: Type.String() }) }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await deleteBudgetRule(db, actorOf(request), id);
       await rules.reload();
       return { status: 'ok' as const, id };
@@ -197,7 +149,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 201: ModelAccessSchema }, ...AUTH_ERRORS),
     },
     handler: async (request, reply) => {
-      const body = request.body as ModelAccessInput;
+      const body = request.body;
       checkScope(body.scope);
       const rule = await createModelAccessRule(db, actorOf(request), { ...body, description: body.description ?? '' });
       await rules.reload();
@@ -208,7 +160,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
   app.get('/api/v1/model-access/:id', {
     config: { access: READERS },
     schema: { tags: ['model access'], summary: 'One model-access rule', params: IdParams, response: responses({ 200: ModelAccessSchema }, ...AUTH_ERRORS, 404) },
-    handler: async (request) => getModelAccessRule(db, (request.params as { id: string }).id),
+    handler: async (request) => getModelAccessRule(db, request.params.id),
   });
 
   app.put('/api/v1/model-access/:id', {
@@ -221,9 +173,9 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 200: ModelAccessSchema }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const body = request.body as ModelAccessInput;
+      const body = request.body;
       checkScope(body.scope);
-      const rule = await replaceModelAccessRule(db, actorOf(request), (request.params as { id: string }).id, { ...body, description: body.description ?? '' });
+      const rule = await replaceModelAccessRule(db, actorOf(request), request.params.id, { ...body, description: body.description ?? '' });
       await rules.reload();
       return rule;
     },
@@ -238,7 +190,7 @@ export function registerGatewayRuleRoutes(app: FastifyInstance, deps: { db: Db; 
       response: responses({ 200: Type.Object({ status: Type.Literal('ok'), id: Type.String() }) }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await deleteModelAccessRule(db, actorOf(request), id);
       await rules.reload();
       return { status: 'ok' as const, id };

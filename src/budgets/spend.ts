@@ -7,15 +7,17 @@
  * (`llm.request_end`) of an allowed call, or the single event of a refused one (null usage and cost). A call counts
  * on the day, and in the session, its events carry: the end's day for its cost, which is when it was spent.
  */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
 import { ANY_DEVELOPER } from '../shared/access.js';
 import { developerOf } from '../identity/auth.js';
 import { forbidden, invalid } from '../shared/errors.js';
 import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db, Queryable } from '../store/db.js';
 
-export type SpendGrouping = 'identity' | 'session' | 'day';
+import { SpendQuery, SpendReportSchema, type SpendGrouping } from './contract.js';
+
+export type { SpendGrouping } from './contract.js';
 
 export interface SpendRow {
   key: string;
@@ -78,46 +80,18 @@ function date(raw: string | undefined, field: string, fallback: Date): Date {
   return d;
 }
 
-export function registerSpendRoutes(app: FastifyInstance, db: Db): void {
+export function registerSpendRoutes(fastify: FastifyInstance, db: Db): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/api/v1/spend', {
     config: { access: ANY_DEVELOPER },
     schema: {
       tags: ['budgets'],
       summary: 'LLM spend per identity, developer session or UTC day (developers: their own)',
-      querystring: Type.Object(
-        {
-          groupBy: Type.Optional(Type.Union([Type.Literal('identity'), Type.Literal('session'), Type.Literal('day')], { description: 'Default identity' })),
-          identity: Type.Optional(Type.String({ maxLength: 317 })),
-          session: Type.Optional(Type.String({ maxLength: 200 })),
-          since: Type.Optional(Type.String({ description: 'ISO 8601; default 30 days ago' })),
-          until: Type.Optional(Type.String({ description: 'ISO 8601; default now' })),
-        },
-        { additionalProperties: false },
-      ),
-      response: responses(
-        {
-          200: Type.Object({
-            groupBy: Type.String(),
-            since: Type.String({ format: 'date-time' }),
-            until: Type.String({ format: 'date-time' }),
-            items: Type.Array(
-              Type.Object({
-                key: Type.String(),
-                identity: Type.Union([Type.String(), Type.Null()]),
-                requests: Type.Integer(),
-                inputTokens: Type.Integer(),
-                outputTokens: Type.Integer(),
-                costUsd: Type.Number(),
-                unpricedRequests: Type.Integer(),
-              }),
-            ),
-          }),
-        },
-        ...AUTH_ERRORS,
-      ),
+      querystring: SpendQuery,
+      response: responses({ 200: SpendReportSchema }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const q = request.query as { groupBy?: SpendGrouping; identity?: string; session?: string; since?: string; until?: string };
+      const q = request.query;
       const me = developerOf(request);
       let identity = q.identity;
       if (me.role === 'developer') {

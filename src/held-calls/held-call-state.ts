@@ -3,9 +3,7 @@
 // `effects` only when that UPDATE matched (the pattern of approvals/decision-state.ts; see README.md).
 import { actsAs, type Decider, type Vote } from '../shared/decider.js';
 import { isBlank, refuse, type AuditAction, type Refusal } from '../shared/refusal.js';
-
-export type HeldCallState = 'pending' | 'released' | 'stopped' | 'timed_out';
-export type TimeoutOutcome = 'deny' | 'allow';
+import type { HeldCallState, TimeoutOutcome } from './contract.js';
 
 export interface HeldCallSnapshot {
   state: HeldCallState;

@@ -14,10 +14,11 @@
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import { deciderOf, SYSTEM_DECIDER } from '../shared/decider.js';
-import { refusalStatus } from '../shared/refusal.js';
-import { decideHeldCall, type HeldCallState } from './held-call-state.js';
+import { refusalError, type RefusalCode } from '../shared/refusal.js';
+import { decideHeldCall } from './held-call-state.js';
+import type { HeldCall, HeldCallState } from './contract.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
-import { AppError, notFound } from '../shared/errors.js';
+import { notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { HumanReviewCache } from './settings.js';
 
@@ -46,26 +47,6 @@ export type HoldOutcome =
 export interface ParkedEntry {
   id: string;
   expiresAt: Date;
-}
-
-export interface HeldCall {
-  id: string;
-  kind: 'llm' | 'mcp';
-  state: HeldCallState;
-  timeoutOutcome: 'deny' | 'allow' | null;
-  requester: string | null;
-  agentId: string;
-  sessionId: string | null;
-  tool: string | null;
-  model: string | null;
-  policyName: string;
-  policyMessage: string;
-  promptExcerpt: string | null;
-  attachedCalls: number;
-  createdAt: string;
-  expiresAt: string;
-  decidedBy: string | null;
-  note: string | null;
 }
 
 interface Row {
@@ -352,7 +333,7 @@ export class HeldCallRegistry {
   /** An admin's decision (approve / deny with a note), from any replica. */
   async decide(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
     const approver = deciderOf(caller);
-    const result = await this.db.transaction(async (tx): Promise<{ refused: { code: Parameters<typeof refusalStatus>[0]; message: string; auditAction: string } } | { entry: HeldCall }> => {
+    const result = await this.db.transaction(async (tx): Promise<{ refused: { code: RefusalCode; message: string; auditAction: string } } | { entry: HeldCall }> => {
       const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
       const row = r.rows[0];
       if (!row) throw notFound(`no held call ${id}`);
@@ -385,8 +366,7 @@ export class HeldCallRegistry {
         subject: id,
         data: { heldCallId: id, code: result.refused.code, ...credentialOf(caller) },
       });
-      const status = refusalStatus(result.refused.code);
-      throw new AppError(status === 403 ? 'forbidden' : status === 409 ? 'conflict' : 'invalid_request', result.refused.message);
+      throw refusalError(result.refused);
     }
     // This replica's own waiters resume without waiting for the notification to come back.
     if (this.waiters.has(id)) void this.recheck(id);

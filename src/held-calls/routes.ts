@@ -1,59 +1,32 @@
 /** Held-call and Human Review settings routes (API.md "Held calls", "Settings"). */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, ANY_DEVELOPER, READERS } from '../shared/access.js';
 import { actorOf } from '../identity/auth.js';
-import { AUTH_ERRORS, Nullable, responses } from '../shared/schemas.js';
+import { AUTH_ERRORS, IdParams, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
 import { getHeldCall, listHeldCalls, type HeldCallRegistry } from './registry.js';
-import { writeHumanReview, type HumanReviewCache, type HumanReviewSettings } from './settings.js';
+import { writeHumanReview, type HumanReviewCache } from './settings.js';
+import { HeldCallQuery, HeldCallSchema, HumanReviewSchema, ReleaseBody, StopBody } from './contract.js';
 
-const StateT = Type.Union([Type.Literal('pending'), Type.Literal('released'), Type.Literal('stopped'), Type.Literal('timed_out')]);
-const HeldCallT = Type.Object({
-  id: Type.String(),
-  kind: Type.Union([Type.Literal('llm'), Type.Literal('mcp')]),
-  state: StateT,
-  timeoutOutcome: Nullable(Type.Union([Type.Literal('deny'), Type.Literal('allow')])),
-  requester: Nullable(Type.String({ description: 'The developer of a personal access token; null for an agent key' })),
-  agentId: Type.String(),
-  sessionId: Nullable(Type.String()),
-  tool: Nullable(Type.String()),
-  model: Nullable(Type.String()),
-  policyName: Type.String(),
-  policyMessage: Type.String(),
-  promptExcerpt: Nullable(Type.String({ description: 'LLM requests: the start of the prompt, credentials redacted' })),
-  attachedCalls: Type.Integer({ description: 'Identical calls waiting on this entry; one decision applies to all' }),
-  createdAt: Type.String({ format: 'date-time' }),
-  expiresAt: Type.String({ format: 'date-time' }),
-  decidedBy: Nullable(Type.String()),
-  note: Nullable(Type.String()),
-});
-const ReviewT = Type.Object(
-  {
-    llmApprovalWindowSeconds: Type.Integer({ minimum: 30, maximum: 86_400 }),
-    mcpApprovalWindowSeconds: Type.Integer({ minimum: 30, maximum: 86_400 }),
-    timeoutOutcome: Type.Union([Type.Literal('deny'), Type.Literal('allow')]),
-  },
-  { additionalProperties: false },
-);
-const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
-
-export function registerHeldCallRoutes(app: FastifyInstance, deps: { db: Db; registry: HeldCallRegistry; review: HumanReviewCache }): void {
+export function registerHeldCallRoutes(fastify: FastifyInstance, deps: { db: Db; registry: HeldCallRegistry; review: HumanReviewCache }): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, registry, review } = deps;
   app.get('/api/v1/held-calls', {
     config: { access: READERS },
     schema: {
       tags: ['held calls'],
       summary: 'Held calls, newest first',
-      querystring: Type.Object({ state: Type.Optional(StateT) }, { additionalProperties: false }),
-      response: responses({ 200: Type.Object({ items: Type.Array(HeldCallT) }) }, ...AUTH_ERRORS),
+      querystring: HeldCallQuery,
+      response: responses({ 200: Type.Object({ items: Type.Array(HeldCallSchema) }) }, ...AUTH_ERRORS),
     },
-    handler: async (request) => ({ items: await listHeldCalls(db, (request.query as { state?: 'pending' }).state) }),
+    handler: async (request) => ({ items: await listHeldCalls(db, request.query.state) }),
   });
   app.get('/api/v1/held-calls/:id', {
     config: { access: READERS },
-    schema: { tags: ['held calls'], summary: 'One held call', params: IdParams, response: responses({ 200: HeldCallT }, ...AUTH_ERRORS, 404) },
-    handler: async (request) => getHeldCall(db, (request.params as { id: string }).id),
+    schema: { tags: ['held calls'], summary: 'One held call', params: IdParams, response: responses({ 200: HeldCallSchema }, ...AUTH_ERRORS, 404) },
+    handler: async (request) => getHeldCall(db, request.params.id),
   });
   app.post('/api/v1/held-calls/:id/approve', {
     // The decision core enforces the admin role, so that refused attempts are audited.
@@ -62,10 +35,10 @@ export function registerHeldCallRoutes(app: FastifyInstance, deps: { db: Db; reg
       tags: ['held calls'],
       summary: 'Release a held call (admin, not the requester): it completes as if allowed, silently',
       params: IdParams,
-      body: Type.Optional(Type.Object({}, { additionalProperties: false })),
-      response: responses({ 200: HeldCallT }, ...AUTH_ERRORS, 404, 409),
+      body: Type.Optional(ReleaseBody),
+      response: responses({ 200: HeldCallSchema }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => registry.decide(actorOf(request), (request.params as { id: string }).id, { kind: 'approve' }),
+    handler: async (request) => registry.decide(actorOf(request), request.params.id, { kind: 'approve' }),
   });
   app.post('/api/v1/held-calls/:id/deny', {
     config: { access: ANY_DEVELOPER },
@@ -73,21 +46,21 @@ export function registerHeldCallRoutes(app: FastifyInstance, deps: { db: Db; reg
       tags: ['held calls'],
       summary: "Stop a held call (admin); the developer's tool shows the policy, its message and the note verbatim",
       params: IdParams,
-      body: Type.Object({ note: Type.String({ maxLength: 4000 }) }, { additionalProperties: false }),
-      response: responses({ 200: HeldCallT }, ...AUTH_ERRORS, 404, 409),
+      body: StopBody,
+      response: responses({ 200: HeldCallSchema }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => registry.decide(actorOf(request), (request.params as { id: string }).id, { kind: 'deny', note: (request.body as { note: string }).note }),
+    handler: async (request) => registry.decide(actorOf(request), request.params.id, { kind: 'deny', note: request.body.note }),
   });
   app.get('/api/v1/settings/human-review', {
     config: { access: READERS },
-    schema: { tags: ['held calls'], summary: 'Approval windows and the timeout outcome', response: responses({ 200: ReviewT }, ...AUTH_ERRORS) },
+    schema: { tags: ['held calls'], summary: 'Approval windows and the timeout outcome', response: responses({ 200: HumanReviewSchema }, ...AUTH_ERRORS) },
     handler: async () => review.value,
   });
   app.put('/api/v1/settings/human-review', {
     config: { access: ADMIN },
-    schema: { tags: ['held calls'], summary: 'Set the approval windows and the timeout outcome', body: ReviewT, response: responses({ 200: ReviewT }, ...AUTH_ERRORS) },
+    schema: { tags: ['held calls'], summary: 'Set the approval windows and the timeout outcome', body: HumanReviewSchema, response: responses({ 200: HumanReviewSchema }, ...AUTH_ERRORS) },
     handler: async (request) => {
-      const saved = await writeHumanReview(db, actorOf(request), request.body as HumanReviewSettings);
+      const saved = await writeHumanReview(db, actorOf(request), request.body);
       await review.reload();
       return saved;
     },

@@ -3,12 +3,7 @@ import { recordAudit } from '../audit/audit.js';
 import type { Actor } from '../shared/actor.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import { Snapshot } from '../store/snapshot.js';
-
-export interface HumanReviewSettings {
-  llmApprovalWindowSeconds: number;
-  mcpApprovalWindowSeconds: number;
-  timeoutOutcome: 'deny' | 'allow';
-}
+import type { HumanReviewSettings } from './contract.js';
 
 /** The spec's defaults: 5 minutes for LLM requests, 30 minutes for MCP tool calls; a timeout stops the call. */
 export const DEFAULT_HUMAN_REVIEW: HumanReviewSettings = Object.freeze({

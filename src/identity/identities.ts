@@ -10,20 +10,7 @@ import { IDENTITY_ID_RULE, parseIdentityId } from '../shared/ids.js';
 import { ownersOf, parseOwners, writeOwners } from './owners.js';
 import type { Changed, IdentityChange, IdentityKind } from './identity-change.js';
 import { isTier, resolveTier, type Tier } from './tiers.js';
-
-export interface Identity {
-  id: string;
-  kind: IdentityKind;
-  role?: Role;
-  /** `""` when no tier is assigned (and always for developers). */
-  autonomyTier: Tier | '';
-  /** What policies see: the assigned tier, or T2. Developers have none. */
-  effectiveTier?: Tier;
-  /** Agents only: who may name the agent in X-Reins-Agent (developer ids and `<namespace>/*` rules). */
-  owners?: string[];
-  displayName: string;
-  createdAt: string;
-}
+import type { Identity, SetTierResult } from './contract.js';
 
 interface IdentityRow {
   id: string;
@@ -140,12 +127,6 @@ export async function deleteIdentity(db: Db, actor: Actor, id: string, endHoldin
     await announce(tx, change);
     return { value: undefined, change };
   });
-}
-
-export interface SetTierResult {
-  status: 'ok';
-  tier: Tier | '';
-  effectiveTier: Tier;
 }
 
 /**

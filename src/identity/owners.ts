@@ -10,18 +10,17 @@ import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor } from '../shared/actor.js';
 import type { Changed, IdentityChange, IdentityKind } from './identity-change.js';
 import { parseIdentityId } from '../shared/ids.js';
+import { MAX_OWNERS, OWNER_RULE, type SetOwnersResult } from './contract.js';
 import type { Tier } from './tiers.js';
 
 /**
  * At most this many entries per agent: every change is announced with the whole list over NOTIFY (8000 bytes at
  * most; 20 ids of the longest length fit). A namespace rule covers a team in one entry.
  */
-export const MAX_OWNERS = 20;
+export { MAX_OWNERS, OWNER_RULE } from './contract.js';
 
 const NAMESPACE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
-export const OWNER_RULE =
-  'each owner is a developer identity id (<namespace>/<name>) or a namespace rule <namespace>/* (every developer identity in that namespace)';
 
 function isNamespaceRule(owner: string): boolean {
   return owner.endsWith('/*') && NAMESPACE.test(owner.slice(0, -2));
@@ -86,12 +85,6 @@ export async function writeOwners(tx: Queryable, agentId: string, owners: readon
       [agentId, owners],
     );
   }
-}
-
-export interface SetOwnersResult {
-  status: 'ok';
-  id: string;
-  owners: string[];
 }
 
 /** PUT owners: replaces the list; announced like a tier change, so every replica applies it at once. */

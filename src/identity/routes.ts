@@ -1,13 +1,13 @@
 /** Identity, tier, token and console-session routes (API.md "Identities and credentials"). */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, ANY_DEVELOPER, READERS } from '../shared/access.js';
 import { actorOf, developerOf, rateLimited } from './auth.js';
 import type { CredentialThrottle } from './credential-throttle.js';
 import { AppError, forbidden, invalid } from '../shared/errors.js';
-import { AUTH_ERRORS, IdentityIdQuery, responses } from '../shared/schemas.js';
+import { AUTH_ERRORS, IdParams, IdentityIdQuery, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
-import { ROLES } from '../shared/actor.js';
 import {
   createIdentity,
   deleteIdentity,
@@ -18,39 +18,28 @@ import {
   setAutonomyTier,
 } from './identities.js';
 import type { IdentityChange } from './identity-change.js';
-import { MAX_OWNERS, OWNER_RULE, setOwners } from './owners.js';
+import { setOwners } from './owners.js';
+import {
+  CreateIdentityBody,
+  IdentityQuery,
+  IdentitySchema,
+  MAX_OWNERS,
+  MeSchema,
+  MintOwnTokenBody,
+  MintTokenBody,
+  MintedTokenSchema,
+  OWNER_RULE,
+  SessionInfoSchema,
+  SetOwnersBody,
+  SetOwnersResultSchema,
+  SetTierBody,
+  SetTierResultSchema,
+  SignInBody,
+  TokenInfoSchema,
+  TokenQuery,
+} from './contract.js';
 import { CSRF_HEADER, SESSION_COOKIE, signIn, signOut } from './sessions.js';
-import { TIERS } from './tiers.js';
 import { listTokens, mintToken, revokeToken } from './tokens.js';
-
-const TierValue = Type.Union(TIERS.map((t) => Type.Literal(t)));
-const Identity = Type.Object({
-  id: Type.String(),
-  kind: Type.Union([Type.Literal('agent'), Type.Literal('developer')]),
-  role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)))),
-  autonomyTier: Type.Union([TierValue, Type.Literal('')], { description: '"" when no tier is assigned' }),
-  effectiveTier: Type.Optional(Type.Union([TierValue], { description: 'What policies see: the assigned tier, or T2 (agents only)' })),
-  owners: Type.Optional(
-    Type.Array(Type.String(), { description: 'Agents only: the developers who may name this agent in X-Reins-Agent (developer ids and <namespace>/* rules)' }),
-  ),
-  displayName: Type.String(),
-  createdAt: Type.String({ format: 'date-time' }),
-});
-const TokenInfo = Type.Object({
-  id: Type.String(),
-  kind: Type.Union([Type.Literal('personal'), Type.Literal('agent'), Type.Literal('sensor')]),
-  identityId: Type.Union([Type.String(), Type.Null()]),
-  name: Type.String(),
-  prefix: Type.String({ description: 'The first characters of the secret, to tell tokens apart' }),
-  createdBy: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-  expiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  revokedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
-const MintedToken = Type.Intersect([TokenInfo, Type.Object({ token: Type.String({ description: 'The secret, shown once' }) })]);
-const TokenName = Type.String({ minLength: 1, maxLength: 100 });
-const IsoDate = Type.String({ format: 'date-time', description: 'ISO 8601 date-time' });
 
 export interface IdentityRouteDeps {
   db: Db;
@@ -77,7 +66,8 @@ function parseFutureDate(raw: string | undefined, field: string): Date | undefin
   return d;
 }
 
-export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRouteDeps): void {
+export function registerIdentityRoutes(fastify: FastifyInstance, deps: IdentityRouteDeps): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db } = deps;
 
   app.get('/api/v1/identities', {
@@ -85,11 +75,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['identities'],
       summary: 'List identities with kind, role and tier',
-      querystring: Type.Object({ kind: Type.Optional(Type.Union([Type.Literal('agent'), Type.Literal('developer')])) }, { additionalProperties: false }),
-      response: responses({ 200: Type.Object({ items: Type.Array(Identity) }) }, ...AUTH_ERRORS),
+      querystring: IdentityQuery,
+      response: responses({ 200: Type.Object({ items: Type.Array(IdentitySchema) }) }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const { kind } = request.query as { kind?: 'agent' | 'developer' };
+      const { kind } = request.query;
       return { items: await listIdentities(db, kind ? { kind } : {}) };
     },
   });
@@ -99,20 +89,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['identities'],
       summary: 'Create an agent or developer identity',
-      body: Type.Object(
-        {
-          id: Type.String({ description: '<namespace>/<name>' }),
-          kind: Type.Union([Type.Literal('agent'), Type.Literal('developer')]),
-          role: Type.Optional(Type.Union(ROLES.map((r) => Type.Literal(r)), { description: 'Developer identities only; default developer' })),
-          displayName: Type.Optional(Type.String({ maxLength: 200 })),
-          owners: Type.Optional(Type.Array(Type.String(), { description: `Agent identities only. ${OWNER_RULE}; at most ${MAX_OWNERS}` })),
-        },
-        { additionalProperties: false },
-      ),
-      response: responses({ 201: Identity }, ...AUTH_ERRORS, 409, 415),
+      body: CreateIdentityBody,
+      response: responses({ 201: IdentitySchema }, ...AUTH_ERRORS, 409, 415),
     },
     handler: async (request, reply) => {
-      const body = request.body as { id: string; kind: 'agent' | 'developer'; role?: (typeof ROLES)[number]; displayName?: string; owners?: string[] };
+      const body = request.body;
       const { value, change } = await createIdentity(db, actorOf(request), body);
       deps.onIdentityChange(change);
       return reply.status(201).send(value);
@@ -125,10 +106,10 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       tags: ['identities'],
       summary: 'One identity (admins and viewers: any; developers: their own)',
       querystring: IdentityIdQuery,
-      response: responses({ 200: Identity }, ...AUTH_ERRORS, 404),
+      response: responses({ 200: IdentitySchema }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const id = requireIdentityId((request.query as { id?: string }).id);
+      const id = requireIdentityId(request.query.id);
       const actor = developerOf(request);
       if (actor.role === 'developer' && actor.identityId !== id) throw forbidden('developers can read only their own identity');
       return getIdentity(db, id);
@@ -148,7 +129,7 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       response: responses({ 200: Type.Object({ status: Type.Literal('ok'), id: Type.String() }) }, ...AUTH_ERRORS, 404, 409),
     },
     handler: async (request) => {
-      const id = requireIdentityId((request.query as { id?: string }).id);
+      const id = requireIdentityId(request.query.id);
       const { change } = await deleteIdentity(db, actorOf(request), id, deps.endHoldings);
       deps.onIdentityChange(change);
       return { status: 'ok' as const, id };
@@ -164,22 +145,17 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
         'The tier applies to later requests on every replica (NOTIFY at once, periodic re-read as the safety net). ' +
         'An agent with no tier resolves to T2.',
       querystring: IdentityIdQuery,
-      // Any JSON value passes the schema so that a tier of the wrong type (3, null) is the contract's invalid_tier,
-      // as a wrong string is, and not a generic schema error.
-      body: Type.Object(
-        { tier: Type.Unknown({ description: 'A string: T1, T2, T3, T4, or "" to clear. Anything else (another string, a number, null) is 400 invalid_tier' }) },
-        { additionalProperties: false },
-      ),
+      body: SetTierBody,
       response: responses(
-        { 200: Type.Object({ status: Type.Literal('ok'), tier: Type.Union([TierValue, Type.Literal('')]), effectiveTier: TierValue }) },
+        { 200: SetTierResultSchema },
         ...AUTH_ERRORS,
         404,
         415,
       ),
     },
     handler: async (request) => {
-      const id = requireIdentityId((request.query as { id?: string }).id);
-      const { value, change } = await setAutonomyTier(db, actorOf(request), id, (request.body as { tier: unknown }).tier);
+      const id = requireIdentityId(request.query.id);
+      const { value, change } = await setAutonomyTier(db, actorOf(request), id, request.body.tier);
       deps.onIdentityChange(change);
       return value;
     },
@@ -195,17 +171,17 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
         'The change applies to later requests on every replica (NOTIFY at once, periodic re-read as the safety net). ' +
         'Deleting a developer removes the entries naming them.',
       querystring: IdentityIdQuery,
-      body: Type.Object({ owners: Type.Array(Type.String()) }, { additionalProperties: false }),
+      body: SetOwnersBody,
       response: responses(
-        { 200: Type.Object({ status: Type.Literal('ok'), id: Type.String(), owners: Type.Array(Type.String()) }) },
+        { 200: SetOwnersResultSchema },
         ...AUTH_ERRORS,
         404,
         415,
       ),
     },
     handler: async (request) => {
-      const id = requireIdentityId((request.query as { id?: string }).id);
-      const { value, change } = await setOwners(db, actorOf(request), id, (request.body as { owners: unknown }).owners);
+      const id = requireIdentityId(request.query.id);
+      const { value, change } = await setOwners(db, actorOf(request), id, request.body.owners);
       deps.onIdentityChange(change);
       return value;
     },
@@ -217,11 +193,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       tags: ['credentials'],
       summary: 'Mint a personal access token (developer identity) or an agent key (agent identity)',
       description: 'Admins mint for anyone; others only for themselves. The secret is in `token`, shown once.',
-      body: Type.Object({ identityId: Type.String(), name: TokenName, expiresAt: Type.Optional(IsoDate) }, { additionalProperties: false }),
-      response: responses({ 201: MintedToken }, ...AUTH_ERRORS, 404, 415),
+      body: MintTokenBody,
+      response: responses({ 201: MintedTokenSchema }, ...AUTH_ERRORS, 404, 415),
     },
     handler: async (request, reply) => {
-      const body = request.body as { identityId: string; name: string; expiresAt?: string };
+      const body = request.body;
       const identityId = requireIdentityId(body.identityId, 'identityId');
       const expiresAt = parseFutureDate(body.expiresAt, 'expiresAt');
       const minted = await mintToken(db, actorOf(request), { identityId, name: body.name, ...(expiresAt ? { expiresAt } : {}) });
@@ -234,17 +210,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['credentials'],
       summary: 'List tokens without their secrets (admins: all; others: their own)',
-      querystring: Type.Object(
-        {
-          identityId: Type.Optional(Type.String()),
-          kind: Type.Optional(Type.Union([Type.Literal('personal'), Type.Literal('agent'), Type.Literal('sensor')])),
-        },
-        { additionalProperties: false },
-      ),
-      response: responses({ 200: Type.Object({ items: Type.Array(TokenInfo) }) }, ...AUTH_ERRORS),
+      querystring: TokenQuery,
+      response: responses({ 200: Type.Object({ items: Type.Array(TokenInfoSchema) }) }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const q = request.query as { identityId?: string; kind?: 'personal' | 'agent' | 'sensor' };
+      const q = request.query;
       const actor = developerOf(request);
       if (actor.role !== 'admin') {
         if (q.identityId !== undefined && q.identityId !== actor.identityId) throw forbidden('only an admin can list another identity\'s tokens');
@@ -259,11 +229,11 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['credentials'],
       summary: 'Revoke a token at once (admins: any; others: their own)',
-      params: Type.Object({ id: Type.String({ maxLength: 100 }) }),
-      response: responses({ 200: TokenInfo }, ...AUTH_ERRORS, 404, 409),
+      params: IdParams,
+      response: responses({ 200: TokenInfoSchema }, ...AUTH_ERRORS, 404, 409),
     },
     handler: async (request) => {
-      const revoked = await revokeToken(db, actorOf(request), (request.params as { id: string }).id);
+      const revoked = await revokeToken(db, actorOf(request), request.params.id);
       deps.onTokenRevoked?.(revoked.id);
       return revoked;
     },
@@ -274,22 +244,15 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['runtime'],
       summary: 'Mint a runtime sensor token, shown once; it can call only the sensor ingest routes',
-      body: Type.Object({ name: TokenName, expiresAt: Type.Optional(IsoDate) }, { additionalProperties: false }),
-      response: responses({ 201: MintedToken }, ...AUTH_ERRORS, 415),
+      body: MintOwnTokenBody,
+      response: responses({ 201: MintedTokenSchema }, ...AUTH_ERRORS, 415),
     },
     handler: async (request, reply) => {
-      const body = request.body as { name: string; expiresAt?: string };
+      const body = request.body;
       const expiresAt = parseFutureDate(body.expiresAt, 'expiresAt');
       const minted = await mintToken(db, actorOf(request), { identityId: null, kind: 'sensor', name: body.name, ...(expiresAt ? { expiresAt } : {}) });
       return reply.status(201).send({ ...minted.info, token: minted.token });
     },
-  });
-
-  const SessionInfo = Type.Object({
-    identityId: Type.String(),
-    role: Type.Union(ROLES.map((r) => Type.Literal(r))),
-    csrfToken: Type.String({ description: 'Send it in X-CSRF-Token on every state-changing call made with the cookie' }),
-    expiresAt: Type.String({ format: 'date-time' }),
   });
 
   app.post('/api/v1/auth/session', {
@@ -297,17 +260,17 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
     schema: {
       tags: ['console'],
       summary: 'Console sign-in: exchange a personal access token for an HttpOnly session cookie',
-      body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
+      body: SignInBody,
       description:
         'Failed sign-ins count toward the failed-credential limit of the client address (http.failedAuthLimit per ' +
         'http.failedAuthWindowSeconds); past it the answer is 429 rate_limited with Retry-After.',
-      response: responses({ 200: SessionInfo }, 400, 401, 415, 429),
+      response: responses({ 200: SessionInfoSchema }, 400, 401, 415, 429),
     },
     handler: async (request, reply) => {
       const wait = deps.throttle?.retryAfter(request.ip) ?? null;
       if (wait !== null) throw rateLimited(reply, wait);
       const refused = (reason: string) => deps.throttle?.failed(request.ip, 'sign-in', reason);
-      const s = await signIn(db, (request.body as { token: string }).token, deps.sessionTtlSeconds, { ip: request.ip, refused });
+      const s = await signIn(db, request.body.token, deps.sessionTtlSeconds, { ip: request.ip, refused });
       reply.setCookie(SESSION_COOKIE, s.cookieValue, sessionCookie(request.protocol, s.expiresAt));
       return { identityId: s.identityId, role: s.role, csrfToken: s.csrfToken, expiresAt: s.expiresAt.toISOString() };
     },
@@ -341,14 +304,7 @@ export function registerIdentityRoutes(app: FastifyInstance, deps: IdentityRoute
       summary: 'Who is signed in',
       response: responses(
         {
-          200: Type.Object({
-            id: Type.String(),
-            kind: Type.Literal('developer'),
-            role: Type.Union(ROLES.map((r) => Type.Literal(r))),
-            displayName: Type.String(),
-            via: Type.Union([Type.Literal('token'), Type.Literal('session')]),
-            csrfToken: Type.Optional(Type.String()),
-          }),
+          200: MeSchema,
         },
         401,
         403,

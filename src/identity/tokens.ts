@@ -10,8 +10,10 @@ import { AppError, forbidden, invalid, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
 import type { Actor, Role } from '../shared/actor.js';
 import type { IdentityKind } from './identity-change.js';
+import type { TokenInfo, TokenKind } from './contract.js';
 
-export type TokenKind = 'personal' | 'agent' | 'sensor';
+export type { TokenKind } from './contract.js';
+
 
 // Distinct, greppable prefixes so secret scanners and our own redaction can recognise Reins credentials.
 const PREFIX: Record<TokenKind, string> = { personal: 'reins_pat_', agent: 'reins_agent_', sensor: 'reins_sensor_' };
@@ -28,19 +30,6 @@ export function displayPrefix(secret: string): string {
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
-}
-
-export interface TokenInfo {
-  id: string;
-  kind: TokenKind;
-  identityId: string | null;
-  name: string;
-  prefix: string;
-  createdBy: string | null;
-  createdAt: string;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
 }
 
 interface TokenRow {

@@ -5,9 +5,9 @@
 import { compileExpression } from './cel.js';
 import type { CompiledExpression } from './cel.js';
 import { GOVERNED_CALL_TYPES, isGovernedCallType, type GovernedCallType } from '../shared/governed-call.js';
+import { POLICY_KINDS, type Policy, type PolicyKind } from './contract.js';
 
-export const POLICY_KINDS = ['allow', 'deny', 'approve', 'audit'] as const;
-export type PolicyKind = (typeof POLICY_KINDS)[number];
+export { POLICY_KINDS, type Policy, type PolicyKind } from './contract.js';
 
 /** Names are lower-case words joined by hyphens, like the built-ins: `autonomy-tool-approval`. */
 export const POLICY_NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -17,22 +17,7 @@ export const MIN_APPROVAL_WINDOW_SECONDS = 30;
 /** One day: a call parked longer than that has lost its caller. */
 export const MAX_APPROVAL_WINDOW_SECONDS = 86_400;
 
-/** The policy resource of `GET|POST /api/v1/policies`. */
-export interface Policy {
-  name: string;
-  kind: PolicyKind;
-  appliesTo: GovernedCallType[];
-  /** A CEL expression over `object`; the policy matches when it is true. */
-  match: string;
-  /** Shown to the person whose call the policy denies, holds or flags. */
-  message: string;
-  /** Approve policies only: overrides the Human Review window of the request type. */
-  approvalWindowSeconds?: number;
-  enabled: boolean;
-  builtIn: boolean;
-}
-
-/** What a client sends; values are checked here, not trusted from the type. */
+/** A policy as a client sends it, unchecked: `compilePolicy` checks every field (the wire shape is contract.ts's `Policy`). */
 export interface PolicyInput {
   name: unknown;
   kind: unknown;

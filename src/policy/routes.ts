@@ -1,4 +1,5 @@
 /** Policy routes (API.md "Policies"): CRUD over the policy set and the dry run. */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ADMIN, READERS } from '../shared/access.js';
@@ -6,65 +7,11 @@ import { actorOf } from '../identity/auth.js';
 import { AppError, invalid } from '../shared/errors.js';
 import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import type { Db } from '../store/db.js';
-import { compilePolicy, POLICY_KINDS, type CompiledPolicy, type Policy, type PolicyInput } from './compile-policy.js';
+import { compilePolicy, type CompiledPolicy, type PolicyInput } from './compile-policy.js';
+import { EvaluateBody, EvaluationSchema, NameParams, PolicyBody, PolicySchema, type Policy } from './contract.js';
 import { dryRunEvaluate } from './dry-run.js';
 import type { PolicySet } from './policy-set.js';
-import { GOVERNED_CALL_TYPES } from '../shared/governed-call.js';
 import { createPolicy, deletePolicy, getPolicy, listPolicies, replacePolicy } from './store.js';
-
-const Kind = Type.Union(POLICY_KINDS.map((k) => Type.Literal(k)));
-const GovernedCallTypeT = Type.Union(GOVERNED_CALL_TYPES.map((t) => Type.Literal(t)));
-
-const PolicySchema = Type.Object({
-  name: Type.String(),
-  kind: Kind,
-  appliesTo: Type.Array(GovernedCallTypeT),
-  match: Type.String({ description: 'CEL expression over `object`; the policy matches when it is true' }),
-  message: Type.String({ description: 'Shown to the person whose call is denied, held or flagged' }),
-  approvalWindowSeconds: Type.Optional(Type.Integer({ description: 'Approve policies: overrides the Human Review window' })),
-  enabled: Type.Boolean(),
-  builtIn: Type.Boolean({ description: 'Shipped with Reins: can be edited and disabled, not deleted' }),
-});
-
-// Types are checked here for the OpenAPI description; compilePolicy checks values (name pattern, CEL, lengths).
-const PolicyBody = Type.Object(
-  {
-    name: Type.Optional(Type.String({ description: 'Required on POST; on PUT, if given, must equal the path name' })),
-    kind: Kind,
-    appliesTo: Type.Array(GovernedCallTypeT, { minItems: 1 }),
-    match: Type.String(),
-    message: Type.String(),
-    approvalWindowSeconds: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    enabled: Type.Optional(Type.Boolean({ default: undefined, description: 'Default true' })),
-    builtIn: Type.Optional(Type.Boolean({ description: 'Read-only: accepted only with its current value' })),
-  },
-  { additionalProperties: false },
-);
-type PolicyBodyT = {
-  name?: string;
-  kind: string;
-  appliesTo: string[];
-  match: string;
-  message: string;
-  approvalWindowSeconds?: number | null;
-  enabled?: boolean;
-  builtIn?: boolean;
-};
-
-const NameParams = Type.Object({ name: Type.String({ maxLength: 63 }) });
-
-const MatchedPolicy = Type.Object({ name: Type.String(), kind: Kind });
-const DecisionSchema = Type.Object({
-  outcome: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('approve')]),
-  decidingPolicy: Type.Optional(
-    Type.Object({ name: Type.String(), kind: Kind, message: Type.String(), approvalWindowSeconds: Type.Optional(Type.Integer()) }),
-  ),
-  matched: Type.Array(MatchedPolicy, { description: 'Every policy that matched, audit policies included' }),
-  audit: Type.Boolean({ description: 'An audit policy matched: the event is flagged for review' }),
-  errors: Type.Array(
-    Type.Object({ policy: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()), column: Type.Optional(Type.Integer()) }),
-  ),
-});
 
 /** Turns compile errors into the 400 API.md asks for: the first error, its field, and for CEL its position. */
 function compileOrThrow(input: PolicyInput): CompiledPolicy {
@@ -86,7 +33,8 @@ export interface PolicyRouteDeps {
   policies: PolicySet;
 }
 
-export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps): void {
+export function registerPolicyRoutes(fastify: FastifyInstance, deps: PolicyRouteDeps): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, policies } = deps;
 
   app.get('/api/v1/policies', {
@@ -109,7 +57,7 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       response: responses({ 201: PolicySchema }, ...AUTH_ERRORS, 409),
     },
     handler: async (request, reply) => {
-      const body = request.body as PolicyBodyT;
+      const body = request.body;
       if (body.builtIn === true) throw invalid('builtIn: only the policies that ship with Reins are built in');
       if (body.name === undefined) throw invalid('body.name: is required');
       const compiled = compileOrThrow({ ...body, name: body.name, builtIn: false });
@@ -127,35 +75,11 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       description:
         'Evaluates the current policy set (with `policy`, a draft, added or replacing the policy of the same name) against ' +
         '`object`, a partial policy object; missing fields take their zero values and a missing tier takes T2. Nothing is stored.',
-      body: Type.Object(
-        {
-          object: Type.Record(Type.String(), Type.Unknown(), { description: 'A sample policy object, e.g. {"request":{"type":"llm"},"agent":{"autonomyTier":"T1"},"llm":{"model":"claude-opus-4-1"}}' }),
-          policy: Type.Optional(PolicyBody),
-          exemptPolicies: Type.Optional(Type.Array(Type.String(), { description: 'Policies to skip, as an exception grant would' })),
-        },
-        { additionalProperties: false },
-      ),
-      response: responses(
-        {
-          200: Type.Object({
-            decision: DecisionSchema,
-            policies: Type.Array(
-              Type.Object({
-                name: Type.String(),
-                kind: Kind,
-                result: Type.Union(['matched', 'not_matched', 'failed', 'disabled', 'not_applicable', 'exempt'].map((r) => Type.Literal(r))),
-                error: Type.Optional(Type.Object({ policy: Type.String(), message: Type.String(), line: Type.Optional(Type.Integer()), column: Type.Optional(Type.Integer()) })),
-              }),
-            ),
-            object: Type.Record(Type.String(), Type.Unknown(), { description: 'The completed object the policies saw' }),
-            warnings: Type.Array(Type.String()),
-          }),
-        },
-        ...AUTH_ERRORS,
-      ),
+      body: EvaluateBody,
+      response: responses({ 200: EvaluationSchema }, ...AUTH_ERRORS),
     },
     handler: async (request) => {
-      const body = request.body as { object: unknown; policy?: PolicyBodyT; exemptPolicies?: string[] };
+      const body = request.body;
       let set = policies.policies;
       if (body.policy) {
         if (body.policy.name === undefined) throw invalid('body.policy.name: is required');
@@ -180,7 +104,7 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       params: NameParams,
       response: responses({ 200: PolicySchema }, ...AUTH_ERRORS, 404),
     },
-    handler: async (request) => getPolicy(db, (request.params as { name: string }).name),
+    handler: async (request) => getPolicy(db, request.params.name),
   });
 
   app.put('/api/v1/policies/:name', {
@@ -193,8 +117,8 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       response: responses({ 200: PolicySchema }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const { name } = request.params as { name: string };
-      const body = request.body as PolicyBodyT;
+      const { name } = request.params;
+      const body = request.body;
       if (body.name !== undefined && body.name !== name) throw invalid(`body.name: "${body.name}" differs from the path's ${name}; a policy cannot be renamed`);
       const current = await getPolicy(db, name);
       if (body.builtIn !== undefined && body.builtIn !== current.builtIn) throw invalid('builtIn: only the policies that ship with Reins are built in, and they stay so');
@@ -214,7 +138,7 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       response: responses({ 200: Type.Object({ status: Type.Literal('ok'), name: Type.String() }) }, ...AUTH_ERRORS, 404, 409),
     },
     handler: async (request) => {
-      const { name } = request.params as { name: string };
+      const { name } = request.params;
       await deletePolicy(db, actorOf(request), name);
       await policies.reload();
       return { status: 'ok' as const, name };

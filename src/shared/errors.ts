@@ -20,6 +20,21 @@ export type ErrorCode =
   | 'already_revoked'
   | 'invalid_policy'
   | 'built_in_policy'
+  // An approval or held-call decision refused by its decision core (shared/refusal.ts maps each refusal here).
+  | 'self_approval'
+  | 'not_a_co_signer'
+  | 'vote_for_other'
+  | 'already_voted'
+  | 'final_state'
+  | 'not_under_review'
+  | 'already_under_review'
+  | 'grant_not_active'
+  | 'too_early'
+  | 'reason_required'
+  | 'note_required'
+  | 'raise_not_applicable'
+  | 'permanent_limit_required'
+  | 'requester_as_approver'
   | 'rate_limited'
   | 'internal_error'
   | 'unavailable';
@@ -41,6 +56,20 @@ const STATUS: Record<ErrorCode, number> = {
   already_revoked: 409,
   invalid_policy: 400,
   built_in_policy: 409,
+  self_approval: 403,
+  not_a_co_signer: 403,
+  vote_for_other: 403,
+  already_voted: 409,
+  final_state: 409,
+  not_under_review: 409,
+  already_under_review: 409,
+  grant_not_active: 409,
+  too_early: 409,
+  reason_required: 400,
+  note_required: 400,
+  raise_not_applicable: 400,
+  permanent_limit_required: 400,
+  requester_as_approver: 400,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,

@@ -4,7 +4,10 @@ import { Type, type TSchema } from 'typebox';
 export const ErrorBody = Type.Object(
   {
     error: Type.Object({
-      code: Type.String(),
+      code: Type.String({
+        description:
+          'snake_case. Besides the generic codes (invalid_request, unauthenticated, forbidden, not_found, conflict, ...), a refused approval or held-call decision answers its own: self_approval, not_a_co_signer, vote_for_other (403); already_voted, final_state, not_under_review, already_under_review, grant_not_active, too_early (409); reason_required, note_required, raise_not_applicable, permanent_limit_required, requester_as_approver (400)',
+      }),
       message: Type.String(),
       field: Type.Optional(Type.String({ description: 'The offending field, when the error is about one' })),
       line: Type.Optional(Type.Integer({ description: 'For a CEL expression: 1-based line of the error' })),
@@ -42,3 +45,6 @@ export const IdentityIdQuery = Type.Object(
 
 /** A field that is the schema's value or null. */
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** The `:id` of a route on one resource. */
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });

@@ -4,7 +4,7 @@ import { messageOf, put } from '../api';
 import { ErrorNote, Loading, Notice } from '../components/ui';
 import { formatDuration } from '../format';
 import { useMe, VIEWER_CANNOT } from '../session';
-import type { HumanReview } from '../types';
+import type { HumanReviewSettings as HumanReview } from '../types';
 import { useResource } from '../use-resource';
 
 export function HumanReviewSettings() {

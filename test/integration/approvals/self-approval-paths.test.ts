@@ -63,7 +63,7 @@ describeEachStore('self-approval paths', ({ store }) => {
     const req = (await ben.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5', justification: 'evaluation' })).body;
     const r = await root.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/ben'] });
     assert.equal(r.status, 400, JSON.stringify(r.body));
-    assert.equal(r.body.error.code, 'invalid_request');
+    assert.equal(r.body.error.code, 'requester_as_approver');
     assert.match(r.body.error.message, /additionalApprovers/);
     assert.equal((await refusals('access_request.approve', req.id))[0].data.code, 'requester_as_approver');
     assert.equal((await root.get(`/api/v1/access-requests/${req.id}`)).body.state, 'pending');

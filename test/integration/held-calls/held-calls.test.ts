@@ -90,6 +90,18 @@ describeEachStore('held LLM calls', ({ store }) => {
     });
   });
 
+  test('the list filters by every state, not only pending: a stopped entry is listed under stopped and not under pending', async () => {
+    const call = ask(key, 'list me as stopped');
+    call.catch(() => undefined); // refused once denied; this test is about the listing
+    const entry = await pendingFor('list me as stopped');
+    assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'listing' })).body.state, 'stopped');
+    const ids = async (state: string) => (await w.admin.get(`/api/v1/held-calls?state=${state}`)).body.items.map((e: any) => e.id);
+    assert.ok((await ids('stopped')).includes(entry.id));
+    assert.ok(!(await ids('pending')).includes(entry.id));
+    assert.ok(!(await ids('released')).includes(entry.id));
+    assert.equal((await w.admin.get('/api/v1/held-calls?state=parked')).status, 400);
+  });
+
   test('identical calls attach to one entry and one decision applies to all; any difference gives another entry', async () => {
     const calls = [ask(key, 'same prompt twice'), ask(key, 'same prompt twice')];
     const entry = await pendingFor('same prompt twice', 2);

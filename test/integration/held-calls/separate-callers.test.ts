@@ -89,7 +89,7 @@ describeEachStore('held LLM calls: entries never mix callers', ({ store }) => {
 
     const self = await w.admin.with(ivy).post(`/api/v1/held-calls/${ivyEntry.id}/approve`, {});
     assert.equal(self.status, 403);
-    assert.equal(self.body.error.code, 'forbidden');
+    assert.equal(self.body.error.code, 'self_approval');
     let refusal: any;
     await waitFor(async () => {
       refusal = (await w.admin.get('/api/v1/audit-events?action=held_call.approve')).body.items.find((e: any) => e.outcome === 'refused' && e.data.heldCallId === ivyEntry.id);

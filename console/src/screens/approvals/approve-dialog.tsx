@@ -8,7 +8,7 @@ import { enc, messageOf, post } from '../../api';
 import { ErrorNote, Modal } from '../../components/ui';
 import { formatDuration, formatUsd, parseIdList, subjectOf } from '../../format';
 import { isReader, useMe } from '../../session';
-import type { AccessRequest, DecisionAnswer, Identity } from '../../types';
+import type { AccessRequest, DecisionOutcome, Identity } from '../../types';
 import { useResource } from '../../use-resource';
 
 const EXPIRY_CHOICES: { value: string; label: string }[] = [
@@ -21,7 +21,7 @@ const EXPIRY_CHOICES: { value: string; label: string }[] = [
   { value: 'date', label: 'Until a date and time…' },
 ];
 
-export function ApproveDialog({ request, onDone, onClose }: { request: AccessRequest; onDone: (answer: DecisionAnswer) => void; onClose: () => void }) {
+export function ApproveDialog({ request, onDone, onClose }: { request: AccessRequest; onDone: (answer: DecisionOutcome) => void; onClose: () => void }) {
   const me = useMe();
   const developers = useResource<{ items: Identity[] }>(isReader(me.role) ? '/api/v1/identities?kind=developer' : null);
   const [expiry, setExpiry] = useState('');
@@ -54,7 +54,7 @@ export function ApproveDialog({ request, onDone, onClose }: { request: AccessReq
     }
     setBusy(true);
     try {
-      const answer = await post<DecisionAnswer>(`/api/v1/access-requests/${enc(request.id)}/approve`, body);
+      const answer = await post<DecisionOutcome>(`/api/v1/access-requests/${enc(request.id)}/approve`, body);
       onDone(answer);
       onClose();
     } catch (err) {

@@ -9,7 +9,7 @@ import { ReasonDialog } from '../../components/dialogs';
 import { ActionButton } from '../../components/ui';
 import { subjectOf } from '../../format';
 import { useMe, VIEWER_CANNOT } from '../../session';
-import type { AccessRequest, DecisionAnswer } from '../../types';
+import type { AccessRequest, DecisionOutcome } from '../../types';
 import { ApproveDialog } from './approve-dialog';
 import type { OutcomeReport } from './outcome';
 
@@ -29,7 +29,7 @@ export function RequestActions({ request, onOutcome }: { request: AccessRequest;
   const myVoteOpen = request.state === 'under_review' && pendingCoSigners(request).includes(me.id);
   const what = `${subjectOf(request)} for ${request.requester}`;
 
-  const decided = (verb: string) => (answer: DecisionAnswer) => {
+  const decided = (verb: string) => (answer: DecisionOutcome) => {
     const state = answer.request.state === 'under_review' ? 'Under Review: waiting for the co-signers' : answer.request.state;
     onOutcome({ message: `${verb} the request (${what}). It is now ${state}.`, warnings: answer.warnings });
   };
@@ -77,7 +77,7 @@ export function RequestActions({ request, onOutcome }: { request: AccessRequest;
           danger
           submitLabel="Deny"
           onClose={() => setOpen(null)}
-          onSubmit={async (reason) => decided('Denied')(await post<DecisionAnswer>(`/api/v1/access-requests/${enc(request.id)}/deny`, { reason }))}
+          onSubmit={async (reason) => decided('Denied')(await post<DecisionOutcome>(`/api/v1/access-requests/${enc(request.id)}/deny`, { reason }))}
         >
           <p className="muted">The reason is relayed to the developer verbatim. They may submit a new request.</p>
         </ReasonDialog>
@@ -91,7 +91,7 @@ export function RequestActions({ request, onOutcome }: { request: AccessRequest;
           onClose={() => setOpen(null)}
           onSubmit={async (reason) =>
             decided('You approved')(
-              await post<DecisionAnswer>(`/api/v1/access-requests/${enc(request.id)}/votes`, { decision: 'approve', ...(reason.trim() ? { reason } : {}) }),
+              await post<DecisionOutcome>(`/api/v1/access-requests/${enc(request.id)}/votes`, { decision: 'approve', ...(reason.trim() ? { reason } : {}) }),
             )
           }
         >
@@ -106,7 +106,7 @@ export function RequestActions({ request, onOutcome }: { request: AccessRequest;
           danger
           submitLabel="Record my denial"
           onClose={() => setOpen(null)}
-          onSubmit={async (reason) => decided('You denied')(await post<DecisionAnswer>(`/api/v1/access-requests/${enc(request.id)}/votes`, { decision: 'deny', reason }))}
+          onSubmit={async (reason) => decided('You denied')(await post<DecisionOutcome>(`/api/v1/access-requests/${enc(request.id)}/votes`, { decision: 'deny', reason }))}
         >
           <p className="muted">A denial by any co-signer denies the request at once and revokes its active grant. The reason is relayed to the developer.</p>
         </ReasonDialog>
