@@ -1,4 +1,4 @@
-/** Exception rules: reusable rules a request for an exception to a policy is granted against (API.md "Exception rules"). */
+/** Exception rules: reusable rules a request for an exception to a policy is granted against (docs/api.md, "Exception rules"). */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
 import type { Actor } from '../shared/actor.js';

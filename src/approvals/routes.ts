@@ -1,4 +1,4 @@
-/** Approval routes (API.md "Approvals"): requests, decisions, votes, grants, exception rules, notifications. */
+/** Approval routes (docs/api.md, "Approvals"): requests, decisions, votes, grants, exception rules, notifications. */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';

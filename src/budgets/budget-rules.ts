@@ -80,7 +80,7 @@ export function enforcedRules<R extends BudgetRule>(rules: readonly R[], call: B
 
 export interface TopUpSubject extends BudgetSubject {
   /**
-   * When given, only rules of this period count. API.md matches on scope and pattern alone, so without
+   * When given, only rules of this period count. docs/api.md matches on scope and pattern alone, so without
    * it a session rule and a day rule with the same scope and pattern are ambiguous.
    */
   period?: BudgetPeriod;
@@ -92,7 +92,7 @@ export type MatchingRule<R extends BudgetRule> =
   | { problem: 'ambiguous'; candidates: R[] };
 
 /**
- * A top-up's matching rule (API.md, Approvals): among the rules whose scope covers the requester and
+ * A top-up's matching rule (docs/api.md, Approvals): among the rules whose scope covers the requester and
  * whose pattern covers the requested model, those of the most specific scope; among those, the one with
  * the most specific pattern (longer literal part, then fewer `*`). `missing` when no rule covers;
  * `ambiguous`, with the tied rules as candidates, when more than one is left: two rules with the same
@@ -129,7 +129,7 @@ function pad(n: number, width: number): string {
  * The window a rule's spend is counted in: `session:<id>`, `day:YYYY-MM-DD` or `month:YYYY-MM`, days and
  * months in UTC. Counters are keyed by rule, the credential's identity and this window, so a session value two
  * developers both send is two windows (a session is scoped to its developer). A session rule has no window
- * for a call without a session (an agent key; API.md gives them none): the caller skips session rules for
+ * for a call without a session (an agent key; docs/api.md gives them none): the caller skips session rules for
  * such calls, and asking anyway throws, as does an invalid Date. Both are programming errors, not decisions.
  */
 export function periodKey(period: BudgetPeriod, context: PeriodContext): string {

@@ -1,5 +1,5 @@
 /**
- * Budget rules (API.md "Budget rules") and model-access rules: admin-managed, read by the gateway on
+ * Budget rules (docs/api.md, "Budget rules") and model-access rules: admin-managed, read by the gateway on
  * every call from its in-memory copy. Each change re-reads this replica's copy before it answers, and
  * the NOTIFY in the change's transaction makes the others re-read theirs.
  */

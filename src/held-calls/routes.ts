@@ -1,4 +1,4 @@
-/** Held-call and Human Review settings routes (API.md "Held calls", "Settings"). */
+/** Held-call and Human Review settings routes (docs/api.md "Held calls", "Settings"). */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';

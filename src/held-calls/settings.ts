@@ -1,4 +1,4 @@
-/** Settings > General > Human Review: the approval windows and what a timeout does (API.md "Settings"). */
+/** Settings > General > Human Review: the approval windows and what a timeout does (docs/api.md, "Settings"). */
 import { recordAudit } from '../audit/audit.js';
 import type { Actor } from '../shared/actor.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';

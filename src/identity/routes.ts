@@ -1,4 +1,4 @@
-/** Identity, tier, token and console-session routes (API.md "Identities and credentials"). */
+/** Identity, tier, token and console-session routes (docs/api.md, "Identities and credentials"). */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';

@@ -82,7 +82,7 @@ export interface Minted {
 }
 
 /**
- * Mints a credential. Admins mint for anyone; everyone else only for themselves (API.md). The kind
+ * Mints a credential. Admins mint for anyone; everyone else only for themselves (docs/api.md). The kind
  * follows the identity: a developer gets a personal access token, an agent an agent key.
  */
 export async function mintToken(db: Db, actor: Actor, input: MintInput): Promise<Minted> {

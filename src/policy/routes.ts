@@ -1,4 +1,4 @@
-/** Policy routes (API.md "Policies"): CRUD over the policy set and the dry run. */
+/** Policy routes (docs/api.md, "Policies"): CRUD over the policy set and the dry run. */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -13,7 +13,7 @@ import { dryRunEvaluate } from './dry-run.js';
 import type { PolicySet } from './policy-set.js';
 import { createPolicy, deletePolicy, getPolicy, listPolicies, replacePolicy } from './store.js';
 
-/** Turns compile errors into the 400 API.md asks for: the first error, its field, and for CEL its position. */
+/** Turns compile errors into the 400 docs/api.md describes: the first error, its field, and for CEL its position. */
 function compileOrThrow(input: PolicyInput): CompiledPolicy {
   const result = compilePolicy(input);
   if (result.ok) return result.compiled;

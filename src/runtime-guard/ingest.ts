@@ -1,5 +1,5 @@
 /**
- * Sensor ingest (API.md "Runtime sensor ingest"): the report and status bodies, their validation, and the one
+ * Sensor ingest (docs/api.md, "Runtime sensor ingest"): the report and status bodies, their validation, and the one
  * statement that stores a report's observations together with the node's count of stored items.
  */
 import { isIP } from 'node:net';

@@ -6,7 +6,7 @@ import type { GovernedCallType } from '../shared/governed-call.js';
 
 export type ObservationFamily = 'dns' | 'network' | 'open' | 'exec' | 'other';
 
-/** One ingest item (API.md "Runtime sensor ingest"): an observation item plus `podIP` and `family`. */
+/** One ingest item (docs/api.md, "Runtime sensor ingest"): an observation item plus `podIP` and `family`. */
 export interface Observation {
   rule: string;
   behavior: string;

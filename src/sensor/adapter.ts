@@ -1,5 +1,5 @@
 /**
- * Engine event → observation item (API.md "Runtime sensor ingest"). The engine is Inspektor Gadget: one JSON object
+ * Engine event → observation item (docs/api.md, "Runtime sensor ingest"). The engine is Inspektor Gadget: one JSON object
  * per line from `ig run <gadget> -o json`. Today's shape (v0.4x–v0.5x) nests the process as `proc.{comm,pid}` and
  * spells protocols `"proto":"TCP"`; the 2024 image gadgets had flat `comm`/`pid` and `"proto":6`. Both are read.
  * Anything else (a truncated line, a log line, an unknown event, a missing field) is skipped and counted, never fatal.

@@ -1,7 +1,7 @@
 /**
  * The sensor's counters in Prometheus text format, served on the port named `metrics` (deploy/README.md). Reins
  * scrapes `reins_sensor_observations_recorded_total{node}` and compares it with the items it stored for the node:
- * the difference is the ingest lag (API.md "Runtime sensor ingest"), so that counter counts observation items, one
+ * the difference is the ingest lag (docs/api.md, "Runtime sensor ingest"), so that counter counts observation items, one
  * per distinct item of a report window (not their `count`), including the ones the window had no room for.
  *
  * Plain numbers, written out on a scrape: the hot path (tens of thousands of events a second) only adds to a field.

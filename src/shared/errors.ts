@@ -1,7 +1,7 @@
 /**
  * One error vocabulary for the control plane. A service verb throws an AppError with a code; the
  * HTTP layer maps the code to a status in one place (`statusOf`) and answers the single error body of
- * API.md: {"error": {"code", "message"}}.
+ * docs/api.md: {"error": {"code", "message"}}.
  */
 export type ErrorCode =
   | 'invalid_request'

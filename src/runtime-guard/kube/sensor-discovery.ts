@@ -1,5 +1,5 @@
 /**
- * Where the sensors' metrics are scraped (API.md "Runtime sensor ingest": the counters of observations
+ * Where the sensors' metrics are scraped (docs/api.md "Runtime sensor ingest": the counters of observations
  * recorded). The rule:
  *
  * 1. `runtimeGuard.sensor.metricsTargets`, when it is not empty, exactly as configured.

@@ -1,4 +1,4 @@
-/** Every row of the spec's autonomy-tier state table, through HTTP, plus API.md's 400/404 cases. */
+/** Every row of the spec's autonomy-tier state table, through HTTP, plus docs/api.md's 400/404 cases. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Replica } from '../../../src/app/server.js';

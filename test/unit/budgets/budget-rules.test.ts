@@ -199,7 +199,7 @@ describe('matchingRule (the rule a top-up raises)', () => {
     assert.deepEqual(matchingRule([ownClaude], { identityId: 'eng/alice' }), { problem: 'missing', candidates: [] });
   });
 
-  test('without a period, rules of every period count, as API.md words it: same scope and pattern is ambiguous', () => {
+  test('without a period, rules of every period count, as docs/api.md words it: same scope and pattern is ambiguous', () => {
     const session = rule('eng/alice', '*', 'session');
     const day = rule('eng/alice', '*', 'day');
     assert.deepEqual(matchingRule([session, day], alice), { problem: 'ambiguous', candidates: [session, day] });

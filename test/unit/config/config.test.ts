@@ -30,7 +30,7 @@ describe('configuration', () => {
     assert.deepEqual(loadConfig({ REINS_DATA_DIR: 'memory' }).store, { kind: 'pglite', dataDir: 'memory' });
   });
 
-  test('the API.md example file loads, with ${VAR} interpolation', () => {
+  test('the documented example file loads, with ${VAR} interpolation', () => {
     const c = load(
       `
 deployment: self-hosted
