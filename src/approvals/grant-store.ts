@@ -34,7 +34,12 @@ export async function revokeGrant(db: Db, caller: Actor, id: string): Promise<Gr
   const result = await db.transaction(async (tx): Promise<Settled<Grant>> => {
     const r = await tx.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1 FOR UPDATE`, [id]);
     const row = r.rows[0];
-    if (!row) throw notFound(`no grant ${id}`);
+    if (!row) {
+      // Whoever may not revoke gets the role refusal whether or not the grant exists, so grant ids cannot be probed.
+      const byRole = decideGrant({ state: null }, { kind: 'revoke' }, deciderOf(caller), Date.now());
+      if (!byRole.ok && byRole.code === 'forbidden_role') return { refused: byRole };
+      throw notFound(`no grant ${id}`);
+    }
     const now = Date.now();
     const decision = decideGrant({ state: effectiveGrantState(row, now), expiresAt: row.expires_at.getTime() }, { kind: 'revoke' }, deciderOf(caller), now);
     if (!decision.ok) return { refused: decision };

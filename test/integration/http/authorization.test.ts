@@ -268,6 +268,8 @@ describeEachStore('authorization table', ({ store }) => {
     // Revoking is the admin's: the decision core refuses anyone else with 403 (audited), whoever owns the grant.
     { op: 'DELETE /api/v1/policy-exceptions/{id}', case: "the developer's own", path: () => `/api/v1/policy-exceptions/${ownGrant}`, expect: adminOnly(200) },
     { op: 'DELETE /api/v1/policy-exceptions/{id}', case: "another developer's", path: () => `/api/v1/policy-exceptions/${otherGrant}`, expect: adminOnly(200) },
+    // Refused by role before the grant is looked up, so a developer cannot tell an existing id from a missing one.
+    { op: 'DELETE /api/v1/policy-exceptions/{id}', case: 'an unknown grant', path: () => '/api/v1/policy-exceptions/gr_never-granted', expect: adminOnly(404) },
 
     // Approvals: exception rules
     { op: 'GET /api/v1/exception-rules', expect: readers(200) },
