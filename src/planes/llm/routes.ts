@@ -17,6 +17,7 @@ import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBody } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
+import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
 import type { ProviderName } from '../../config/config.js';
 import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
@@ -162,7 +163,8 @@ export class LlmGateway<C = GatewayCaller> {
 
     const secret = clientSecret(provider, req.headers);
     if (!secret) {
-      const where = provider === 'anthropic' ? 'x-api-key: <token> or Authorization: Bearer <token>' : 'Authorization: Bearer <token>';
+      const header = DESCRIPTIONS[provider].apiKeyHeader;
+      const where = header ? `${header}: <token> or Authorization: Bearer <token>` : 'Authorization: Bearer <token>';
       return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
     }
     const wait = deps.failedAuth?.retryAfter(req) ?? null;
@@ -214,7 +216,8 @@ export class LlmGateway<C = GatewayCaller> {
     let keepAlive: KeepAlive | null = null;
     const decision = await deps.hooks.decide(call, {
       onHeld: () => {
-        if (call.stream && provider !== 'bedrock' && !res.headersSent) keepAlive = startKeepAlive(res, provider, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
+        const ping = DESCRIPTIONS[provider].sse.keepAlive;
+        if (call.stream && ping !== null && !res.headersSent) keepAlive = startKeepAlive(res, ping, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
       },
     });
     const held = keepAlive as KeepAlive | null;
@@ -298,8 +301,8 @@ interface KeepAlive {
   stop(): void;
 }
 
-function startKeepAlive(res: ServerResponse, provider: ProviderName, intervalMs: number): KeepAlive {
-  const ping = provider === 'anthropic' ? 'event: ping\ndata: {"type": "ping"}\n\n' : ': held by Reins for approval\n\n';
+/** `ping` is the provider's keep-alive (its description's `sse.keepAlive`): an event or comment its SDK ignores. */
+function startKeepAlive(res: ServerResponse, ping: string, intervalMs: number): KeepAlive {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-reins-held': 'true' });
   res.write(ping);
   const timer = setInterval(() => {
@@ -312,7 +315,7 @@ function startKeepAlive(res: ServerResponse, provider: ProviderName, intervalMs:
 /** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
 function sseError(res: ServerResponse, provider: ProviderName, body: string): void {
   if (res.destroyed) return;
-  res.end(provider === 'anthropic' ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`);
+  res.end(DESCRIPTIONS[provider].sse.error(body));
 }
 
 function observe(meter: UsageMeter, chunk: Buffer): void {
