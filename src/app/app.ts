@@ -109,43 +109,30 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   });
   const failedAuth = throttle.gate({ trustProxy: deps.config.http.trustProxy });
   const gatewayMetrics = registerGatewayMetrics(deps.registry, () => gw.audit.pending);
-  const gateway = new LlmGateway(
-    {
-      providers: deps.config.providers,
-      heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
-      failedAuth,
-      hooks: new LlmGovernance({
-        db: deps.db,
-        tiers: deps.tiers,
-        policies: gw.policies,
-        credentials: gw.credentials,
-        rules: gw.rules,
-        prices: gw.prices,
-        audit: gw.audit,
-        grants: gw.grants,
-        onTokenUse: (tokenId) => uses.touch(tokenId),
-        onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
-        onCompleted: gatewayMetrics.completed,
-        notes: new StoredRequestNotes(deps.db),
-        held: gw.held,
-        ownSecrets: ownSecrets(deps.config),
-      }),
-    },
-    log,
-  );
-
-  const plane = new PlaneGovernance({
+  // What every plane's governance reads and reports to: one set, so the LLM, MCP and egress planes cannot drift apart.
+  const governed = {
     tiers: deps.tiers,
     policies: gw.policies,
     credentials: gw.credentials,
     audit: gw.audit,
     grants: gw.grants,
-    onTokenUse: (tokenId) => uses.touch(tokenId),
-    onError: (err, what) => log.error({ err }, `gateway: ${what} failed`),
+    onTokenUse: (tokenId: string) => uses.touch(tokenId),
+    onError: (err: Error, what: string) => log.error({ err }, `gateway: ${what} failed`),
     onCompleted: gatewayMetrics.completed,
     notes: new StoredRequestNotes(deps.db),
     held: gw.held,
-  });
+  };
+  const gateway = new LlmGateway(
+    {
+      providers: deps.config.providers,
+      heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+      failedAuth,
+      hooks: new LlmGovernance({ ...governed, db: deps.db, rules: gw.rules, prices: gw.prices, ownSecrets: ownSecrets(deps.config) }),
+    },
+    log,
+  );
+
+  const plane = new PlaneGovernance(governed);
   const mcp = new McpGateway(
     {
       servers: deps.config.mcpServers,
