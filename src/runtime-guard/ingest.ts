@@ -3,46 +3,12 @@
  * statement that stores a report's observations together with the node's count of stored items.
  */
 import { isIP } from 'node:net';
-import { Type, type Static } from 'typebox';
 import { AppError } from '../shared/errors.js';
 import type { Queryable } from '../store/db.js';
 import type { NodeStatusReport } from './node-status.js';
+import { MAX_OBSERVATIONS_PER_REPORT, ObservationInput, type SensorReport } from './contract.js';
 
-/** Spec Limits: a sensor sends at most 500 results per report per node; later findings are discarded by it. */
-export const MAX_OBSERVATIONS_PER_REPORT = 500;
-
-const NodeName = Type.String({ minLength: 1, maxLength: 253, description: 'The Kubernetes node name' });
-const Address = (description: string) => Type.String({ maxLength: 45, description });
-const State = Type.Union([Type.Literal('available'), Type.Literal('unavailable'), Type.Literal('unknown')]);
-
-// Unknown fields are ignored, not refused: a newer sensor adding a field must not lose every report it sends.
-export const ObservationInput = Type.Object({
-  rule: Type.String({ maxLength: 256 }),
-  behavior: Type.String({ maxLength: 128 }),
-  subject: Type.String({ maxLength: 4096, description: 'The process (binary path) that acted' }),
-  destIP: Address('dns: the first address of the pod\'s own answer, "" when none; network: the address connected to'),
-  destName: Type.String({ maxLength: 1024, description: 'dns: the name as the pod asked it; network: "" unless the sensor knew a name' }),
-  count: Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: 'Identical events aggregated within the report' }),
-  node: Type.Optional(Type.String({ maxLength: 253, description: "The report's node; when sent it must equal it" })),
-  podName: Type.String({ maxLength: 253 }),
-  podIP: Address('The pod\'s address; "" when unknown (then podName is required)'),
-  namespace: Type.String({ minLength: 1, maxLength: 253 }),
-  result: Type.String({ maxLength: 64 }),
-  mode: Type.String({ maxLength: 32 }),
-  observedAt: Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'Unix seconds: the last of the aggregated events' }),
-  family: Type.Union([Type.Literal('dns'), Type.Literal('network'), Type.Literal('open'), Type.Literal('exec'), Type.Literal('other')]),
-});
-export type ObservationInput = Static<typeof ObservationInput>;
-
-export const SensorReport = Type.Object({
-  node: NodeName,
-  sentAtUnix: Type.Integer({ minimum: 0, maximum: 4_294_967_295 }),
-  observations: Type.Array(ObservationInput, {
-    maxItems: MAX_OBSERVATIONS_PER_REPORT,
-    description: `At most ${MAX_OBSERVATIONS_PER_REPORT}; a longer report is refused whole (413) and nothing of it is stored`,
-  }),
-});
-export type SensorReport = Static<typeof SensorReport>;
+export { IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, ObservationInput, SensorReport, SensorStatus } from './contract.js';
 
 /**
  * The largest body a valid report can have: 500 items of maximum field sizes (issue 18 item 7). A report whose items
@@ -58,19 +24,10 @@ export const MAX_REPORT_BODY_BYTES = ((): number => {
   return MAX_OBSERVATIONS_PER_REPORT * perItem + 6 * 253 + 1024;
 })();
 
-export const SensorStatus = Type.Object({
-  node: NodeName,
-  sensorAlive: Type.Boolean(),
-  bpfLsm: State,
-  reason: Type.String({ maxLength: 1024 }),
-});
-
 /** A node status with its text cleaned (see cleanText). */
 export function cleanStatus(status: NodeStatusReport): NodeStatusReport {
   return { ...status, node: cleanText(status.node), reason: cleanText(status.reason) };
 }
-
-export const IngestAnswer = Type.Object({ stored: Type.Integer({ description: 'Observation items stored' }) });
 
 /** Refuses a report over the limit before its items are validated one by one. */
 export function checkReportSize(body: unknown): void {

@@ -22,6 +22,7 @@ import { resolveWindow } from './window.js';
 import { warmUpAnswerPath } from './warm-up.js';
 import { SelfPodHistory } from './self-pod-history.js';
 import { PodOwnerHistory } from './pod-owner-history.js';
+import { MAX_ITEMS_PER_FAMILY } from './contract.js';
 
 export interface StatusPayload {
   enabled: boolean;
@@ -61,8 +62,8 @@ export interface ObservationsPayload {
 /** How soon the indexes read again after a background read that found new rows (at most `tailEveryMs`). */
 export const BUSY_TAIL_MS = 200;
 
-/** Items per family in one observations answer; the newest are kept. */
-export const MAX_ITEMS_PER_FAMILY = 1000;
+/** Items per family in one observations answer; the newest are kept (the contract documents it). */
+export { MAX_ITEMS_PER_FAMILY } from './contract.js';
 
 export interface StartClusterInput {
   environment: ClusterEnvironment;
