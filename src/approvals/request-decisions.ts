@@ -41,7 +41,7 @@ const MAX_GRANT_SECONDS = 90 * 86_400;
 /** The approval's options as the service takes them: the wire body with `expiresAt` parsed. */
 export type ApproveOptions = Omit<ApproveInput, 'expiresAt'> & { expiresAt?: Date };
 
-export async function decide(db: Db, caller: Actor, id: string, action: RequestAction, options: ApproveOptions = {}): Promise<DecisionOutcome> {
+export async function decideOnRequest(db: Db, caller: Actor, id: string, action: RequestAction, options: ApproveOptions = {}): Promise<DecisionOutcome> {
   const approver = deciderOf(caller);
   for (const extra of options.additionalApprovers ?? []) {
     if (parseIdentityId(extra) === null) throw invalid(`body.additionalApprovers: "${extra}" is not an identity id`);

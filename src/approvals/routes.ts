@@ -29,7 +29,7 @@ import {
 import { createExceptionRule, deleteExceptionRule, getExceptionRule, listExceptionRules, replaceExceptionRule } from './exception-rules.js';
 import { getGrant, listGrants, revokeGrant } from './grant-store.js';
 import { listNotifications, markNotificationRead } from './notifications.js';
-import { decide, type ApproveOptions } from './request-decisions.js';
+import { decideOnRequest, type ApproveOptions } from './request-decisions.js';
 
 export function registerApprovalRoutes(fastify: FastifyInstance, db: Db): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -83,7 +83,7 @@ export function registerApprovalRoutes(fastify: FastifyInstance, db: Db): void {
         ...(body.raiseBudgetRule !== undefined ? { raiseBudgetRule: body.raiseBudgetRule } : {}),
         ...(body.permanentLimitUsd !== undefined ? { permanentLimitUsd: body.permanentLimitUsd } : {}),
       };
-      return decide(db, actorOf(request), request.params.id, { kind: 'approve', ...options }, options);
+      return decideOnRequest(db, actorOf(request), request.params.id, { kind: 'approve', ...options }, options);
     },
   });
 
@@ -96,7 +96,7 @@ export function registerApprovalRoutes(fastify: FastifyInstance, db: Db): void {
       body: DenyBody,
       response: responses({ 200: DecisionOutcomeSchema }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => decide(db, actorOf(request), request.params.id, { kind: 'deny', reason: request.body.reason }),
+    handler: async (request) => decideOnRequest(db, actorOf(request), request.params.id, { kind: 'deny', reason: request.body.reason }),
   });
 
   app.post('/api/v1/access-requests/:id/votes', {
@@ -110,7 +110,7 @@ export function registerApprovalRoutes(fastify: FastifyInstance, db: Db): void {
     },
     handler: async (request) => {
       const body = request.body;
-      return decide(db, actorOf(request), request.params.id, {
+      return decideOnRequest(db, actorOf(request), request.params.id, {
         kind: 'vote',
         decision: body.decision,
         ...(body.reason !== undefined ? { reason: body.reason } : {}),

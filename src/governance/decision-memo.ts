@@ -18,7 +18,7 @@ export class DecisionMemo {
   private forSet: readonly CompiledPolicy[] | null = null;
 
   /** The decision for `key` under `policies`: `evaluateNow` on a miss, and every time when `key` is null. */
-  decide(policies: readonly CompiledPolicy[], key: string | null, evaluateNow: () => Decision): Decision {
+  recall(policies: readonly CompiledPolicy[], key: string | null, evaluateNow: () => Decision): Decision {
     if (key === null) return evaluateNow();
     if (policies !== this.forSet) {
       this.memo = new Map();

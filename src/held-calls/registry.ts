@@ -331,7 +331,7 @@ export class HeldCallRegistry {
   }
 
   /** An admin's decision (approve / deny with a note), from any replica. */
-  async decide(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
+  async decideOnEntry(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
     const approver = deciderOf(caller);
     const result = await this.db.transaction(async (tx): Promise<{ refused: { code: RefusalCode; message: string; auditAction: string } } | { entry: HeldCall }> => {
       const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);

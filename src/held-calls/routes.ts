@@ -38,7 +38,7 @@ export function registerHeldCallRoutes(fastify: FastifyInstance, deps: { db: Db;
       body: Type.Optional(ReleaseBody),
       response: responses({ 200: HeldCallSchema }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => registry.decide(actorOf(request), request.params.id, { kind: 'approve' }),
+    handler: async (request) => registry.decideOnEntry(actorOf(request), request.params.id, { kind: 'approve' }),
   });
   app.post('/api/v1/held-calls/:id/deny', {
     config: { access: ANY_DEVELOPER },
@@ -49,7 +49,7 @@ export function registerHeldCallRoutes(fastify: FastifyInstance, deps: { db: Db;
       body: StopBody,
       response: responses({ 200: HeldCallSchema }, ...AUTH_ERRORS, 404, 409),
     },
-    handler: async (request) => registry.decide(actorOf(request), request.params.id, { kind: 'deny', note: request.body.note }),
+    handler: async (request) => registry.decideOnEntry(actorOf(request), request.params.id, { kind: 'deny', note: request.body.note }),
   });
   app.get('/api/v1/settings/human-review', {
     config: { access: READERS },

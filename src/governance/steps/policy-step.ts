@@ -11,7 +11,7 @@ import { refusalMessage, withNote } from '../policy-refusal.js';
 export function policyStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>, env: StepEnv<D>): StepResult {
   const policies = env.deps.policies.policies;
   const exempt = ctx.grants.exemptPolicies;
-  const decision = env.decisions.decide(policies, exempt.size > 0 ? null : ctx.plane.memoKey(ctx), () => {
+  const decision = env.decisions.recall(policies, exempt.size > 0 ? null : ctx.plane.memoKey(ctx), () => {
     const sections = callerSections(ctx.caller, env.deps.tiers, { autonomyTier: ctx.tier, explicit: ctx.explicitTier });
     const object = createPolicyObject(
       Object.assign({ request: { type: ctx.plane.type }, agent: sections.agent, developer: sections.developer, session: sections.session }, ctx.plane.section(ctx)),
