@@ -16,7 +16,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Actor } from '../shared/actor.js';
 import { parseIdentityId } from '../shared/ids.js';
 import type { TierCache } from '../identity/tier-cache.js';
-import type { AgentSection, AutonomyTier, DeveloperRole, DeveloperSection, SessionSection } from '../policy/policy-object.js';
+import type { AgentSection, AutonomyTier, DeveloperSection, SessionSection } from '../policy/policy-object.js';
+import type { Role } from '../shared/actor.js';
 import type { CredentialCache, GatewayCredential } from './credential-cache.js';
 
 export const SESSION_HEADER = 'x-reins-session';
@@ -29,7 +30,7 @@ export interface GovernedCaller {
   tokenId: string;
   /** The credential's identity: the developer of a personal access token, the agent of an agent key. */
   identityId: string;
-  developer: { id: string; role: DeveloperRole } | null;
+  developer: { id: string; role: Role } | null;
   /** The agent identity; '' when a developer's own tool is the agent. */
   agentId: string;
   /** '' for agent keys: they have no session. */

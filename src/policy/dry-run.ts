@@ -3,6 +3,7 @@
  * partial, from a person) is validated, completed with defaults and evaluated, and every
  * policy's part in the decision is reported.
  */
+import { ROLES } from '../shared/actor.js';
 import type { CompiledPolicy, PolicyKind } from './compile-policy.js';
 import { requestTypeBit } from './compile-policy.js';
 import type { Decision, PolicyEvaluationError } from './decision.js';
@@ -10,7 +11,6 @@ import { evaluate, preparePolicyObject, runPolicy } from './engine.js';
 import type { EvaluateOptions } from './engine.js';
 import {
   AUTONOMY_TIERS,
-  DEVELOPER_ROLES,
   POLICY_OBJECT_SHAPE,
   autonomyLevelOf,
   createPolicyObject,
@@ -83,7 +83,7 @@ const INTEGER_RANGES: Readonly<Record<string, readonly [number, number]>> = {
 
 const ENUMS: Readonly<Record<string, readonly string[]>> = {
   'agent.autonomyTier': ['', ...AUTONOMY_TIERS],
-  'developer.role': ['', ...DEVELOPER_ROLES],
+  'developer.role': ['', ...ROLES],
   'request.type': GOVERNED_CALL_TYPES,
 };
 

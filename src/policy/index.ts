@@ -3,7 +3,6 @@ export type { GovernedCallType } from '../shared/governed-call.js';
 export {
   AUTONOMY_TIERS,
   DEFAULT_AUTONOMY_TIER,
-  DEVELOPER_ROLES,
   MCP_ANNOTATION_DEFAULTS,
   POLICY_OBJECT_SHAPE,
   autonomyLevelOf,
@@ -16,7 +15,6 @@ export type {
   AgentSection,
   AutonomyLevel,
   AutonomyTier,
-  DeveloperRole,
   DeveloperSection,
   EgressSection,
   JsonValue,

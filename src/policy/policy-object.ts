@@ -7,6 +7,7 @@
  * LLM request reads `false` and never throws, and `appliesTo` filters policies by request type
  * before any expression runs. `object.developer` is all empty strings when an agent key calls.
  */
+import type { Role } from '../shared/actor.js';
 import type { GovernedCallType } from '../shared/governed-call.js';
 
 export const AUTONOMY_TIERS = ['T1', 'T2', 'T3', 'T4'] as const;
@@ -16,8 +17,6 @@ export type AutonomyLevel = 1 | 2 | 3 | 4;
 /** An agent with no explicit assignment resolves to T2 (spec, Identity). */
 export const DEFAULT_AUTONOMY_TIER: AutonomyTier = 'T2';
 
-export const DEVELOPER_ROLES = ['admin', 'viewer', 'developer'] as const;
-export type DeveloperRole = (typeof DEVELOPER_ROLES)[number];
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -36,7 +35,7 @@ export interface DeveloperSection {
   namespace: string;
   name: string;
   /** Empty when an agent key calls. */
-  role: DeveloperRole | '';
+  role: Role | '';
 }
 
 export interface SessionSection {
