@@ -7,12 +7,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startRuntimeCluster } from '../../../src/runtime-guard/kube/runtime-cluster.js';
 import type { Replica } from '../../../src/app/server.js';
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
-import { ADMIN_TOKEN, Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
-import { item, mintSensorToken, report, startGuardReplica } from './helpers.js';
-import { FAST, seedCluster } from './kube-helpers.js';
+import { Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
+import { item, report } from './helpers.js';
+import { seedCluster, startGuardOnApi } from './kube-helpers.js';
 
 const OPENAI = '162.159.140.245';
 const ANTHROPIC = '160.79.104.10';
@@ -51,14 +50,7 @@ describeEachStore('runtime guard: no evasion by Service, IPv6, the own Service b
     // A headless Service without a selector: its name answers with the provider address itself.
     api.upsert('services', kube.service({ namespace: 'eng', name: 'claude', clusterIPs: [] }));
     api.upsert('endpointslices', kube.endpointSlice({ namespace: 'eng', service: 'claude', endpoints: [{ address: ANTHROPIC }] }));
-    replica = await startGuardReplica(store(), {
-      env: { KUBECONFIG: api.kubeconfigPath },
-      cluster: (input) => startRuntimeCluster({ ...input, ...FAST }),
-    });
-    admin = new Client(replica.url, ADMIN_TOKEN);
-    sensor = new Client(replica.url, await mintSensorToken(admin));
-    const ready = await waitFor(async () => (await admin.get('/api/v1/runtime/reconciliation')).body.networkDetectorDisabled === false, WAIT_MS, 50);
-    assert.ok(ready >= 0, 'the cluster facts became usable');
+    ({ replica, admin, sensor } = await startGuardOnApi(store(), api));
   });
   after(async () => {
     await replica?.close();

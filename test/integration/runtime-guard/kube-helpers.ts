@@ -2,6 +2,9 @@
 import type { RuntimeCluster } from '../../../src/runtime-guard/cluster.js';
 import { startRuntimeCluster, type RuntimeClusterOptions } from '../../../src/runtime-guard/kube/runtime-cluster.js';
 import { kube, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
+import type { Replica } from '../../../src/app/server.js';
+import { ADMIN_TOKEN, Client, WAIT_MS, waitFor, type TestStore } from '../../helpers/harness.js';
+import { mintSensorToken, startGuardReplica } from './helpers.js';
 
 export interface StartedCluster {
   cluster: RuntimeCluster;
@@ -73,4 +76,20 @@ export function seedCluster(api: FakeKubeApi): void {
   api.upsert('pods', kube.pod({ namespace: 'reins', name: 'reins-5f6-ccccc', ip: '10.244.9.9', owner: { kind: 'ReplicaSet', name: 'reins-5f6' } }));
   api.upsert('services', kube.service({ namespace: 'reins', name: 'reins', clusterIP: '10.96.7.7' }));
   api.upsert('endpointslices', kube.endpointSlice({ namespace: 'reins', service: 'reins', endpoints: [{ address: '10.244.9.9', pod: 'reins-5f6-ccccc' }] }));
+}
+
+/**
+ * A replica with the runtime guard on, its cluster side on this fake API server (fast timings), an admin client and
+ * a sensor client; resolves once the cluster facts are usable (the network detector no longer stands down).
+ */
+export async function startGuardOnApi(store: TestStore, api: FakeKubeApi): Promise<{ replica: Replica; admin: Client; sensor: Client }> {
+  const replica = await startGuardReplica(store, {
+    env: { KUBECONFIG: api.kubeconfigPath },
+    cluster: (input) => startRuntimeCluster({ ...input, ...FAST }),
+  });
+  const admin = new Client(replica.url, ADMIN_TOKEN);
+  const sensor = new Client(replica.url, await mintSensorToken(admin));
+  const ready = await waitFor(async () => (await admin.get('/api/v1/runtime/reconciliation')).body.networkDetectorDisabled === false, WAIT_MS, 50);
+  if (ready < 0) throw new Error('the cluster facts never became usable');
+  return { replica, admin, sensor };
 }

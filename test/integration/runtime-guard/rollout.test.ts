@@ -6,12 +6,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startRuntimeCluster } from '../../../src/runtime-guard/kube/runtime-cluster.js';
 import type { Replica } from '../../../src/app/server.js';
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
-import { ADMIN_TOKEN, Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
-import { item, mintSensorToken, report, startGuardReplica } from './helpers.js';
-import { FAST, seedCluster } from './kube-helpers.js';
+import { Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
+import { item, report } from './helpers.js';
+import { seedCluster, startGuardOnApi } from './kube-helpers.js';
 
 const OPENAI = '162.159.140.245';
 const ANTHROPIC = '160.79.104.10';
@@ -30,14 +29,7 @@ describeEachStore('runtime guard: one row per workload across rollouts', ({ stor
     // The old revision of Deployment eng/agent: ReplicaSet agent-6c1 with one pod.
     api.upsert('replicasets', kube.replicaSet({ namespace: 'eng', name: 'agent-6c1', owner: { kind: 'Deployment', name: 'agent' } }));
     api.upsert('pods', kube.pod({ namespace: 'eng', name: 'agent-6c1-old01', ip: '10.244.1.30', owner: { kind: 'ReplicaSet', name: 'agent-6c1' } }));
-    replica = await startGuardReplica(store(), {
-      env: { KUBECONFIG: api.kubeconfigPath },
-      cluster: (input) => startRuntimeCluster({ ...input, ...FAST }),
-    });
-    admin = new Client(replica.url, ADMIN_TOKEN);
-    sensor = new Client(replica.url, await mintSensorToken(admin));
-    const ready = await waitFor(async () => (await admin.get('/api/v1/runtime/reconciliation')).body.networkDetectorDisabled === false, WAIT_MS, 50);
-    assert.ok(ready >= 0, 'the cluster facts became usable');
+    ({ replica, admin, sensor } = await startGuardOnApi(store(), api));
   });
   after(async () => {
     await replica?.close();
