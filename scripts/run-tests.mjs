@@ -16,6 +16,8 @@ if (storeAt >= 0) {
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
+    // test/outside-clients/node_modules holds the Node 22 clients (Claude Code, Codex, the MCP conformance suite).
+    if (name === 'node_modules') return [];
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return find(path);
     return name.endsWith('.test.ts') ? [path] : [];
