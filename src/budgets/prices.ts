@@ -83,7 +83,7 @@ function premiumFamily(provider: ProviderName, patterns: string[], p: ModelPrice
  *
  * Patterns name a family and its dated snapshots (`gpt-4o`, `gpt-4o-20*`) rather than a bare prefix
  * (`gpt-4o*`), so that a differently priced sibling (`gpt-4o-realtime-preview`) or a later version stays
- * unpriced instead of silently priced as its neighbour. Not modelled: long-context surcharges (Sonnet 4
+ * unlisted (costed with the fallback price, marked estimated) instead of silently priced as its neighbour. Not modelled: long-context surcharges (Sonnet 4
  * and 4.5 above 200K input tokens), 1-hour cache writes (2x input), per-call tool fees, batch discounts.
  */
 export const DEFAULT_PRICES: readonly PriceEntry[] = [
