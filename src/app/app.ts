@@ -6,7 +6,6 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { ownSecrets, type Config } from '../config/config.js';
@@ -44,6 +43,7 @@ import { registerRuntimeGuardRoutes } from '../runtime-guard/routes.js';
 import type { Db } from '../store/db.js';
 import { registerAuth, TokenUseRecorder } from '../identity/auth.js';
 import { registerConsole } from './console.js';
+import { createListener, type ListenerOptions } from './listener.js';
 import { CredentialThrottle } from '../identity/credential-throttle.js';
 import { registerErrorHandling } from '../shared/error-handler.js';
 import { registerGatewayMetrics, registerHttpMetrics } from './metrics.js';
@@ -60,6 +60,8 @@ export interface AppDeps {
   logger: FastifyServerOptions['logger'];
   gateway: GatewayRuntime;
   runtimeGuard: RuntimeGuard;
+  /** The certificate and key read from `tls.certFile`/`tls.keyFile` (`loadTls`); absent: cleartext. */
+  tls?: ListenerOptions['tls'];
 }
 
 /** What the data plane reads on every call, owned (started and stopped) by the replica. */
@@ -152,14 +154,18 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
 
   app = Fastify({
     // The data plane is served on node:http objects before Fastify's request pipeline (see planes/llm/routes.ts).
+    // HTTP/1.1 and HTTP/2 on one port, cleartext or TLS (listener.ts): every request takes the same way in.
     serverFactory: (handler) =>
-      createServer((req, res) => {
-        const url = req.url ?? '';
-        if (isGatewayRequest(url)) gateway.handle(req, res);
-        else if (url === REINS_MCP_PATH || url.startsWith(`${REINS_MCP_PATH}?`)) reinsMcp.handle(req, res);
-        else if (isMcpRequest(url)) mcp.handle(req, res);
-        else handler(req, res);
-      }),
+      createListener(
+        (req, res) => {
+          const url = req.url ?? '';
+          if (isGatewayRequest(url)) gateway.handle(req, res);
+          else if (url === REINS_MCP_PATH || url.startsWith(`${REINS_MCP_PATH}?`)) reinsMcp.handle(req, res);
+          else if (isMcpRequest(url)) mcp.handle(req, res);
+          else handler(req, res);
+        },
+        { tls: deps.tls ?? null },
+      ),
     logger: deps.logger,
     bodyLimit: deps.config.http.bodyLimitBytes,
     trustProxy: deps.config.http.trustProxy,

@@ -22,6 +22,7 @@ import { createPriceTable } from '../budgets/prices.js';
 import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
 import { createMetrics } from './metrics.js';
+import { loadTls } from './listener.js';
 import { bootstrapAdmin } from '../identity/bootstrap.js';
 import { TierCache } from '../identity/tier-cache.js';
 import { PolicySet } from '../policy/policy-set.js';
@@ -94,6 +95,8 @@ function priceTable(config: Config) {
 export async function startReplica(config: Config, options: StartOptions = {}): Promise<Replica> {
   const logger = options.logger ?? defaultLogger(config.logLevel);
   const prices = priceTable(config);
+  // Read before anything starts: a bad file stops start-up with a message naming the key.
+  const tls = loadTls(config.tls);
   const ownsDb = !options.db;
   const db = options.db ?? (await openStore(config.store));
   const listen = options.listen ?? true;
@@ -142,7 +145,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => runtimeGuard.stop());
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
-    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
+    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
@@ -173,7 +176,8 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       tiers,
       gateway,
       runtimeGuard,
-      url: address,
+      // Fastify names the scheme from its own `https` option, which the listener (listener.ts) replaces.
+      url: tls ? address.replace(/^http:/, 'https:') : address,
       async close() {
         // The server first (no new calls; in-flight calls finish and queue their audit events), then the writer drains.
         // The egress proxy (last started) stops first, then the app, then what they both read.

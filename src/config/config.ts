@@ -138,6 +138,16 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    // TLS on the port Reins serves its API, console and gateway on (PORT); the egress proxy stays plain HTTP.
+    tls: Type.Optional(
+      Type.Object(
+        {
+          certFile: Type.String({ minLength: 1, description: 'PEM certificate, with its chain' }),
+          keyFile: Type.String({ minLength: 1, description: 'PEM private key' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     http: Type.Optional(
       Type.Object(
         {
@@ -195,6 +205,8 @@ export interface Config {
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
   };
   http: { bodyLimitBytes: number; trustProxy: boolean; failedAuthLimit: number; failedAuthWindowSeconds: number };
+  /** PEM files for TLS on PORT (HTTP/2 and HTTP/1.1 by ALPN); null: cleartext (HTTP/2 by prior knowledge and HTTP/1.1). */
+  tls: { certFile: string; keyFile: string } | null;
 }
 
 export class ConfigError extends Error {
@@ -340,6 +352,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       failedAuthLimit: f.http?.failedAuthLimit ?? 20,
       failedAuthWindowSeconds: f.http?.failedAuthWindowSeconds ?? 60,
     },
+    tls: f.tls ? { certFile: f.tls.certFile, keyFile: f.tls.keyFile } : null,
   };
   return config;
 }

@@ -24,7 +24,8 @@ export function upstreamHeaders(client: IncomingHttpHeaders, credential: Record<
   for (const [name, value] of Object.entries(client)) {
     if (value === undefined) continue;
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || NEVER_UPSTREAM.has(n) || connectionListed.has(n) || n.startsWith('x-reins-')) continue;
+    // HTTP/2 pseudo-headers (`:path`, `:authority`, …) describe the client's request to Reins, not the upstream's.
+    if (n.charCodeAt(0) === 58 /* : */ || HOP_BY_HOP.has(n) || NEVER_UPSTREAM.has(n) || connectionListed.has(n) || n.startsWith('x-reins-')) continue;
     out[n] = Array.isArray(value) ? value.join(', ') : value;
   }
   // Asking for identity keeps the bytes the client gets equal to the bytes metered, and content-length honest.
