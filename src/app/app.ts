@@ -7,15 +7,17 @@ import swagger from '@fastify/swagger';
 import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
+import type { Tracer } from '@opentelemetry/api';
+import { CallTelemetry, ModelLabels } from '../governance/call-telemetry.js';
 import { registerAuditRoutes } from '../audit/routes.js';
-import { ownSecrets, type Config } from '../config/config.js';
+import { ownSecrets, type Config, type ProviderName } from '../config/config.js';
 import type { IdentityChange } from '../identity/identity-change.js';
 import { registerIdentityRoutes } from '../identity/routes.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { AuditWriter } from '../audit/audit-writer.js';
 import type { CredentialCache } from '../governance/credential-cache.js';
 import type { GrantLookup } from '../approvals/grants.js';
-import { LlmGovernance } from '../governance/llm-governance.js';
+import { LlmGovernance, policyRoute } from '../governance/llm-governance.js';
 import { isGatewayRequest, LlmGateway, registerLlmGateway } from '../planes/llm/routes.js';
 import type { PriceTable } from '../budgets/prices.js';
 import { resolveCaller } from '../governance/caller.js';
@@ -51,6 +53,7 @@ import { MAX_JSON_DEPTH } from '../shared/json-depth.js';
 import { frameworkErrorAnswer, parseQueryString, registerRequestTextChecks } from '../shared/request-text.js';
 import { ErrorBody } from '../shared/schemas.js';
 import { registerSystemRoutes } from './system-routes.js';
+import { finishOpenApiDocument } from './openapi.js';
 
 export interface AppDeps {
   config: Config;
@@ -74,6 +77,8 @@ export interface GatewayRuntime {
   grants: GrantLookup;
   held: HeldCallRegistry;
   review: HumanReviewCache;
+  /** Exports a span per governed call when OTEL_EXPORTER_OTLP_ENDPOINT is set (tracing.ts); null otherwise. */
+  tracer?: Tracer | null;
 }
 
 /** Header values that must never reach a log line. */
@@ -121,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     onTokenUse: (tokenId: string) => uses.touch(tokenId),
     onError: (err: Error, what: string) => log.error({ err }, `gateway: ${what} failed`),
     onCompleted: gatewayMetrics.completed,
+    telemetry: new CallTelemetry({ metrics: gatewayMetrics, tracer: gw.tracer ?? null, models: new ModelLabels(gw.prices), llmRoute: (provider, route) => policyRoute(provider as ProviderName, route) }),
     notes: new StoredRequestNotes(deps.db),
     held: gw.held,
   };
@@ -200,7 +206,12 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
         },
       },
       security: [{ bearer: [] }, { session: [] }],
+      // Relative: the replica that serves the document (each replica, behind any address or proxy path).
+      servers: [{ url: '/', description: 'The Reins replica serving this document' }],
     },
+    // operationIds, 4XX answers, single-member anyOf, unused components: see openapi.ts (redocly lint passes).
+    transformObject: (document) =>
+      'openapiObject' in document ? (finishOpenApiDocument(document.openapiObject as Record<string, unknown>) as typeof document.openapiObject) : document.swaggerObject,
   });
 
   registerErrorHandling(app);

@@ -23,6 +23,7 @@ import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
 import { createMetrics } from './metrics.js';
 import { loadTls } from './listener.js';
+import { startTracing } from './tracing.js';
 import { bootstrapAdmin } from '../identity/bootstrap.js';
 import { TierCache } from '../identity/tier-cache.js';
 import { PolicySet } from '../policy/policy-set.js';
@@ -144,7 +145,11 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const runtimeGuard = await RuntimeGuard.start(config, db, { ...options.runtimeGuard, onError: (err, what) => onError(new Error(`${what}: ${err.message}`, { cause: err })) });
     stoppers.push(() => runtimeGuard.stop());
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
+    // Stopped after the app and the audit writer: the spans of the calls that finished while closing are sent too.
+    const tracing = startTracing(config.tracing);
+    if (tracing) stoppers.push(() => tracing.shutdown());
+
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review, tracer: tracing?.tracer ?? null };
     const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

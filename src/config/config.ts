@@ -207,6 +207,49 @@ export interface Config {
   http: { bodyLimitBytes: number; trustProxy: boolean; failedAuthLimit: number; failedAuthWindowSeconds: number };
   /** PEM files for TLS on PORT (HTTP/2 and HTTP/1.1 by ALPN); null: cleartext (HTTP/2 by prior knowledge and HTTP/1.1). */
   tls: { certFile: string; keyFile: string } | null;
+  /** OpenTelemetry span export (OTLP/HTTP, JSON) from the standard OTEL_* variables; null: no spans (tracingFromEnv). */
+  tracing?: TracingConfig | null;
+}
+
+export interface TracingConfig {
+  /** Where spans are POSTed: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  tracesEndpoint: string;
+  /** OTEL_SERVICE_NAME, default `reins`. */
+  serviceName: string;
+  /** OTEL_BSP_SCHEDULE_DELAY: how long finished spans wait to be sent together (ms, default 5000). */
+  scheduleDelayMs: number;
+}
+
+/**
+ * Span export is on when an OTLP endpoint is named (the OpenTelemetry SDK's own variables, so a collector set up for
+ * other services needs nothing new), unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. Headers, timeout and
+ * sampling (OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER, …) are read by the SDK itself.
+ */
+export function tracingFromEnv(env: Record<string, string | undefined>): TracingConfig | null {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return null;
+  if ((env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase() === 'none') return null;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  // The signal-specific variable is used as is; the general one is a base the signal's path is appended to.
+  const endpoint = traces || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : '');
+  if (endpoint === '') return null;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new ConfigError(name, `must be an http:// or https:// URL, got "${endpoint}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, `must be an http:// or https:// URL, got "${endpoint}"`);
+  const delay = env.OTEL_BSP_SCHEDULE_DELAY?.trim();
+  if (delay !== undefined && delay !== '' && (!/^\d+$/.test(delay) || Number(delay) > 3_600_000)) {
+    throw new ConfigError('OTEL_BSP_SCHEDULE_DELAY', `must be a number of milliseconds (0 to 3600000), got "${delay}"`);
+  }
+  return {
+    tracesEndpoint: url.href,
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || 'reins',
+    scheduleDelayMs: delay ? Number(delay) : 5000,
+  };
 }
 
 export class ConfigError extends Error {
@@ -353,6 +396,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       failedAuthWindowSeconds: f.http?.failedAuthWindowSeconds ?? 60,
     },
     tls: f.tls ? { certFile: f.tls.certFile, keyFile: f.tls.keyFile } : null,
+    tracing: tracingFromEnv(env),
   };
   return config;
 }

@@ -19,6 +19,8 @@ export interface CallEndResult {
   bytesDown?: number | undefined;
   /** Egress allowed by policy but refused on the address it is or resolved to (egress.deniedNetworks). */
   deniedAddress?: { address: string; network: string; message: string } | undefined;
+  /** LLM: the model the provider's answer names (`gen_ai.response.model` of the call's span). */
+  responseModel?: string | undefined;
 }
 
 
@@ -43,6 +45,8 @@ function decisionData<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>, c
     data.exemptedBy = 'grant';
     data.exempted = ctx.exempted;
   }
+  // The W3C trace the call belongs to (call-telemetry.ts): the caller's, or the one Reins started when exporting spans.
+  if (ctx.trace !== null) data.trace = ctx.trace;
   return data;
 }
 
@@ -95,6 +99,14 @@ export function recordEnd<Call, D extends PipelineDeps>(ctx: CallContext<Call, D
     data.bytesDown = result.bytesDown ?? 0;
   }
   if (extra) extra(data);
+  const telemetry = env.deps.telemetry;
+  if (telemetry) {
+    try {
+      telemetry.ended(ctx, result, outcome, data);
+    } catch (err) {
+      env.deps.onError?.(err as Error, 'call telemetry');
+    }
+  }
   const action = plane.action(ctx.call);
   enqueue(env, {
     type: plane.type,

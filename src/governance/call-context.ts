@@ -21,6 +21,7 @@ import type { PolicySet } from '../policy/policy-set.js';
 import type { GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { DecisionMemo } from './decision-memo.js';
+import type { CallTelemetry, CallTrace, TelemetrySpan } from './call-telemetry.js';
 
 /** Why Reins refuses a call itself (the LLM plane's `RefusalReason`; MCP and egress use a subset). */
 export type CallRefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
@@ -54,6 +55,8 @@ export interface PipelineDeps {
   onError?: (err: Error, what: string) => void;
   /** Counts each completed call by label (the LLM provider, else the plane) and outcome (ok, refused, error). */
   onCompleted?: (label: string, outcome: string, refusal: string | null) => void;
+  /** Latency, token and cost metrics, held-call gauges, trace context and OpenTelemetry spans (call-telemetry.ts). */
+  telemetry?: CallTelemetry;
 }
 
 /** What a step may use besides the context: the governance's dependencies and its policy-decision memo. */
@@ -150,6 +153,13 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   beforeHold: (() => void) | undefined;
   /** Called once the call is parked, after its decision event is queued (the MCP plane tells the client). */
   onParked: ((entry: ParkedEntry) => void) | undefined;
+  /** performance.now() when the pipeline took the call and when it decided (0: not yet), and the hold's wait. */
+  startedAt: number;
+  decidedAt: number;
+  heldMs: number;
+  /** The call's trace (W3C trace context), null when it has none; the span exported for it, when exporting. */
+  trace: CallTrace | null;
+  span: TelemetrySpan | null;
 }
 
 export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Call, D>, call: Call, caller: GovernedCaller): CallContext<Call, D> {
@@ -171,6 +181,11 @@ export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Ca
     reservations: NO_RESERVATIONS,
     beforeHold: undefined,
     onParked: undefined,
+    startedAt: 0,
+    decidedAt: 0,
+    heldMs: 0,
+    trace: null,
+    span: null,
   };
 }
 

@@ -19,6 +19,7 @@ import type { TierCache } from '../identity/tier-cache.js';
 import type { AgentSection, AutonomyTier, DeveloperSection, SessionSection } from '../policy/policy-object.js';
 import type { Role } from '../shared/actor.js';
 import type { CredentialCache, GatewayCredential } from './credential-cache.js';
+import { parseTraceparent, type IncomingTrace } from './trace-context.js';
 
 export const SESSION_HEADER = 'x-reins-session';
 export const AGENT_HEADER = 'x-reins-agent';
@@ -39,6 +40,8 @@ export interface GovernedCaller {
   project: string;
   /** A bad Reins header, refused at decision time in the client's protocol (400), or an unbound agent (403). */
   problem: CallerProblem | null;
+  /** The W3C trace context the request came with (`traceparent`, `tracestate`), or null (governance/call-telemetry.ts). */
+  trace: IncomingTrace | null;
 }
 
 export interface CallerProblem {
@@ -76,8 +79,9 @@ export function resolveCallerNow(deps: CallerDeps, secret: string, headers: Inco
 
 function callerFor(deps: CallerDeps, c: GatewayCredential, headers: IncomingHttpHeaders): GovernedCaller {
   deps.onTokenUse?.(c.tokenId);
+  const trace = headers.traceparent === undefined ? null : parseTraceparent(header(headers, 'traceparent'), header(headers, 'tracestate'));
   if (c.kind === 'agent') {
-    return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', project: '', problem: null };
+    return { tokenId: c.tokenId, identityId: c.identityId, developer: null, agentId: c.identityId, sessionId: '', project: '', problem: null, trace };
   }
   const sentSession = header(headers, SESSION_HEADER);
   const sentAgent = header(headers, AGENT_HEADER);
@@ -115,6 +119,7 @@ function callerFor(deps: CallerDeps, c: GatewayCredential, headers: IncomingHttp
     // One session per token and (UTC) day when the tool does not name its own.
     sessionId: sentSession !== undefined && problem === null ? sentSession : `${c.tokenId}:${new Date().toISOString().slice(0, 10)}`,
     problem,
+    trace,
   };
 }
 

@@ -175,6 +175,8 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   endFacts: (call) => ({ provider: call.provider, model: call.model }),
 };
 
+const ALLOW: GatewayDecision = Object.freeze({ outcome: 'allow' });
+
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   private readonly contexts = new WeakMap<Call, Context>();
   private readonly pipeline: GovernancePipeline<LlmGovernanceDeps>;
@@ -194,7 +196,9 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     const run = this.pipeline.run(ctx);
     const decided = run instanceof Promise ? await run : run;
     const refusal = decided.refusal;
-    return refusal ? { outcome: 'deny', reason: refusal.reason, message: refusal.message } : { outcome: 'allow' };
+    if (refusal) return { outcome: 'deny', reason: refusal.reason, message: refusal.message };
+    const upstreamHeaders = this.deps.telemetry?.upstreamHeaders(ctx);
+    return upstreamHeaders ? { outcome: 'allow', upstreamHeaders } : ALLOW;
   }
 
   completed(call: Call, result: CallResult): void {

@@ -24,6 +24,7 @@ export class GovernancePipeline<D extends PipelineDeps> implements StepEnv<D> {
 
   /** Decides the call: the context with `refusal` null (allowed) or set; a promise only when a step had to wait. */
   run<Call>(ctx: CallContext<Call, D>): CallContext<Call, D> | Promise<CallContext<Call, D>> {
+    this.deps.telemetry?.start(ctx);
     return this.from(ctx, 0);
   }
 
@@ -34,17 +35,19 @@ export class GovernancePipeline<D extends PipelineDeps> implements StepEnv<D> {
       if (result === undefined) continue;
       if (result instanceof Promise) {
         const next = i + 1;
-        return result.then((refusal) => (refusal === undefined ? this.from(ctx, next) : refused(ctx, refusal)));
+        return result.then((refusal) => (refusal === undefined ? this.from(ctx, next) : this.refused(ctx, refusal)));
       }
-      return refused(ctx, result);
+      return this.refused(ctx, result);
     }
+    this.deps.telemetry?.decided(ctx);
     // Recorded before the call is forwarded (queued, not awaited): a replica that stops mid-call still leaves it.
     recordDecision(ctx, this, null);
     return ctx;
   }
-}
 
-function refused<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>, refusal: CallRefusal): CallContext<Call, D> {
-  ctx.refusal = refusal;
-  return ctx;
+  private refused<Call>(ctx: CallContext<Call, D>, refusal: CallRefusal): CallContext<Call, D> {
+    ctx.refusal = refusal;
+    this.deps.telemetry?.decided(ctx);
+    return ctx;
+  }
 }

@@ -200,7 +200,9 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
     this.contexts.set(call, ctx);
     const run = this.plane.run(ctx);
     const decided = run instanceof Promise ? await run : run;
-    return decided.refusal ? { outcome: 'deny', message: decided.refusal.message } : { outcome: 'allow' };
+    if (decided.refusal) return { outcome: 'deny', message: decided.refusal.message };
+    const upstreamHeaders = this.plane.deps.telemetry?.upstreamHeaders(ctx);
+    return upstreamHeaders ? { outcome: 'allow', upstreamHeaders } : { outcome: 'allow' };
   }
 
   completed(call: McpToolCall<GovernedCaller>, result: McpCallResult): void {
@@ -233,7 +235,8 @@ export class EgressGovernance implements EgressHooks<GovernedCaller> {
     const ctx = newCallContext(EGRESS_PLANE, facts, request.caller);
     this.contexts.set(request, ctx);
     const run = this.plane.run(ctx);
-    return run instanceof Promise ? run.then(decision) : decision(run);
+    const deps = this.plane.deps;
+    return run instanceof Promise ? run.then((c) => decision(c, deps)) : decision(run, deps);
   }
 
   completed(request: EgressRequest<GovernedCaller>, result: EgressResult): void {
@@ -243,6 +246,9 @@ export class EgressGovernance implements EgressHooks<GovernedCaller> {
   }
 }
 
-function decision(ctx: CallContext<EgressFacts>): EgressDecision {
-  return ctx.refusal ? { outcome: 'deny', message: ctx.refusal.message } : ALLOW;
+function decision(ctx: CallContext<EgressFacts>, deps: PlaneGovernanceDeps): EgressDecision {
+  if (ctx.refusal) return { outcome: 'deny', message: ctx.refusal.message };
+  // Plain HTTP requests carry Reins' trace context to the origin when spans are exported; a tunnel's bytes are the client's.
+  const upstreamHeaders = ctx.call.method === 'CONNECT' ? undefined : deps.telemetry?.upstreamHeaders(ctx);
+  return upstreamHeaders ? { outcome: 'allow', upstreamHeaders } : ALLOW;
 }

@@ -25,12 +25,23 @@ export function holdStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>
   const cannot = hold.cannotHold?.(ctx.call, p) ?? null;
   if (cannot !== null) return { reason: 'approval_required', message: cannot };
   ctx.beforeHold?.();
+  const telemetry = env.deps.telemetry;
+  const since = telemetry?.holdStarted(ctx) ?? 0;
   return held
     .hold(hold.request(ctx, p, env.deps), (entry) => {
       recordDecision(ctx, env, entry.id);
       ctx.onParked?.(entry);
     })
-    .then((outcome) => afterHold(ctx, env, p, outcome));
+    .then(
+      (outcome) => {
+        telemetry?.holdEnded(ctx, since, outcome.outcome);
+        return afterHold(ctx, env, p, outcome);
+      },
+      (err: unknown) => {
+        telemetry?.holdEnded(ctx, since, 'error');
+        throw err;
+      },
+    );
 }
 
 async function afterHold<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>, env: StepEnv<D>, p: DecidingPolicy, held: HoldOutcome): Promise<CallRefusal | undefined> {

@@ -39,9 +39,11 @@ function filter(raw: string[], drop: (name: string) => boolean): string[] {
   return out;
 }
 
-/** The headers the origin gets, as a flat raw list, with Host first. */
-export function upstreamRequestHeaders(req: IncomingMessage, authority: string): string[] {
-  const out = ['Host', authority, ...filter(req.rawHeaders, (n) => SET_BY_PROXY.has(n))];
+/** The headers the origin gets, as a flat raw list, with Host first; `extra` replaces the client's fields of those names. */
+export function upstreamRequestHeaders(req: IncomingMessage, authority: string, extra?: Readonly<Record<string, string>>): string[] {
+  const replaced = extra ? new Set(Object.keys(extra).map((n) => n.toLowerCase())) : null;
+  const out = ['Host', authority, ...filter(req.rawHeaders, (n) => SET_BY_PROXY.has(n) || (replaced !== null && replaced.has(n)))];
+  if (extra) for (const [name, value] of Object.entries(extra)) out.push(name, value);
   const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
   // Node frames a body-less POST as an empty chunked body; an explicit zero keeps the client's framing.
   if (!hasBody && !BODYLESS_BY_DEFAULT.has(req.method ?? 'GET')) out.push('Content-Length', '0');

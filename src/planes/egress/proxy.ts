@@ -44,7 +44,9 @@ function rateLimited(retryAfterSeconds: number): EgressAnswer {
   return answer;
 }
 
-type Admission<C> = { admitted: true; request: EgressRequest<C> } | { admitted: false; answer: EgressAnswer };
+type Admission<C> =
+  | { admitted: true; request: EgressRequest<C>; upstreamHeaders?: Readonly<Record<string, string>> | undefined }
+  | { admitted: false; answer: EgressAnswer };
 
 export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxyOptions = {}): EgressProxy {
   const log = options.log ?? NO_LOG;
@@ -114,7 +116,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       completer(request, started)({ status: answer.status, end: 'refused', bytesUp: 0, bytesDown: 0 });
       return { admitted: false, answer };
     }
-    return { admitted: true, request };
+    return decision.upstreamHeaders ? { admitted: true, request, upstreamHeaders: decision.upstreamHeaders } : { admitted: true, request };
   }
 
   /** `admit` as a promise in every case, a throwing hook included. */
@@ -152,13 +154,21 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
         if (clientGone) return completer(admission.request, started)({ status: 499, end: 'client_aborted', bytesUp: 0, bytesDown: 0 });
         // 100 Continue only now: a refused upload never leaves the client.
         if (expectsContinue) res.writeContinue();
-        forward(req, res, target.path, target.authority, admission.request, started);
+        forward(req, res, target.path, target.authority, admission.request, started, admission.upstreamHeaders);
       },
       (err: unknown) => refuse(req, res, hookFailure(err)),
     );
   }
 
-  function forward(req: IncomingMessage, res: ServerResponse, path: string, authority: string, request: EgressRequest<C>, started: number): void {
+  function forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    authority: string,
+    request: EgressRequest<C>,
+    started: number,
+    extraHeaders?: Readonly<Record<string, string>>,
+  ): void {
     const complete = completer(request, started);
     let bytesUp = 0;
     let bytesDown = 0;
@@ -180,7 +190,7 @@ export function createEgressProxy<C>(hooks: EgressHooks<C>, options: EgressProxy
       port: request.port,
       method: req.method,
       path,
-      headers: upstreamRequestHeaders(req, authority),
+      headers: upstreamRequestHeaders(req, authority, extraHeaders),
       setHost: false,
       agent,
       ...(lookup ? { lookup } : {}),

@@ -31,7 +31,8 @@ export interface EgressRequest<C> {
 }
 
 export type EgressDecision =
-  | { outcome: 'allow' }
+  /** `upstreamHeaders` (plain requests only): added to the request, replacing the client's: Reins' trace context. */
+  | { outcome: 'allow'; upstreamHeaders?: Readonly<Record<string, string>> }
   /** `message` is the whole sentence the client shows: which policy, its message, what the person can do. */
   | { outcome: 'deny'; message: string };
 

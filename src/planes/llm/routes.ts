@@ -22,8 +22,16 @@ import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refu
 import type { ProviderName } from '../../config/config.js';
 import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
 import { meterFor, type UsageMeter } from './usage.js';
+import { DOCUMENTED_ROUTES, fastifyPath } from './documented-routes.js';
+import { Type } from 'typebox';
 
 export type * from './types.js';
+
+const PARAM_DESCRIPTION: Record<string, string> = {
+  modelId: 'A Bedrock model id or inference profile (`anthropic.claude-sonnet-4-5-20250929-v1:0`, `us.amazon.nova-pro-v1:0`), or its ARN percent-encoded',
+  model: 'A model id',
+  responseId: 'A stored response id',
+};
 
 /** Large prompts (images, long contexts) exceed the control plane's limit; this is the gateway's. */
 export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
@@ -250,7 +258,10 @@ export class LlmGateway<C = GatewayCaller> {
       upstream = await this.upstreams.pool(settings.baseUrl).request({
         method: method as 'GET' | 'POST' | 'DELETE',
         path: route,
-        headers: upstreamHeaders(req.headers, providerCredential(provider, settings)),
+        headers: upstreamHeaders(
+          req.headers,
+          decision.upstreamHeaders ? Object.assign({}, decision.upstreamHeaders, providerCredential(provider, settings)) : providerCredential(provider, settings),
+        ),
         body: rawBody,
         signal: cancel,
       });
@@ -279,7 +290,10 @@ export class LlmGateway<C = GatewayCaller> {
       if (!res.writableFinished) answerBody.destroy();
       const usage = meter.finish();
       const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
-      complete(usage ? { status, end, usage } : { status, end });
+      const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
+      const responseModel = meter.model?.();
+      if (responseModel !== undefined) result.responseModel = responseModel;
+      complete(result);
     });
     if (held && (status < 200 || status >= 300)) {
       // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
@@ -362,21 +376,35 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
         handler: async (_request, reply) => reply.status(200).send(),
       });
       for (const provider of PROVIDERS) {
-        scope.route({
-          method: ['GET', 'POST', 'DELETE'],
-          url: `/${provider}/*`,
-          config: { access: GATEWAY_ACCESS },
-          schema: {
-            tags: ['gateway'],
-            summary: `${PROVIDER_TITLE[provider]} API through Reins: ${describeRoutes(provider)}`,
-            description: GATEWAY_DESCRIPTION,
-            security: [{ bearer: [] }],
-          },
-          handler: (request, reply) => {
-            reply.hijack();
-            gateway.serve(provider, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
-          },
-        });
+        const handler = (request: FastifyRequest, reply: FastifyReply): void => {
+          reply.hijack();
+          gateway.serve(provider, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
+        };
+        // Everything under the provider's prefix reaches the gateway, which answers an unknown route in the provider's
+        // shape. OpenAPI has no wildcard paths: the document lists the endpoints one by one (documented-routes.ts).
+        scope.route({ method: ['GET', 'POST', 'DELETE'], url: `/${provider}/*`, config: { access: GATEWAY_ACCESS }, schema: { hide: true }, handler });
+        for (const route of DOCUMENTED_ROUTES[provider]) {
+          const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+          scope.route({
+            method: route.method,
+            url: `/${provider}${fastifyPath(route.path)}`,
+            config: { access: GATEWAY_ACCESS },
+            schema: {
+              operationId: route.operationId,
+              tags: ['gateway'],
+              summary: `${route.summary}, through Reins`,
+              description: `${PROVIDER_TITLE[provider]} API (the gateway serves ${describeRoutes(provider)}). ${GATEWAY_DESCRIPTION}`,
+              security: [{ bearer: [] }],
+              ...(params.length > 0 ? { params: Type.Object(Object.fromEntries(params.map((p) => [p, Type.String({ description: PARAM_DESCRIPTION[p] ?? p })]))) } : {}),
+              response: {
+                200: Type.Unknown({ description: "The provider's answer, passed through (streams unbuffered)" }),
+                '4XX': Type.Unknown({ description: "Refused by Reins (policy, model access, budget, credential) or by the provider, in the provider's error shape" }),
+                '5XX': Type.Unknown({ description: "The provider unreachable (502) or failing, in the provider's error shape" }),
+              },
+            },
+            handler,
+          });
+        }
       }
     },
     { prefix: '/llm' },

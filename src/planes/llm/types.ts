@@ -46,7 +46,8 @@ export interface LlmCall<C = GatewayCaller> {
 export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
 
 export type GatewayDecision =
-  | { outcome: 'allow' }
+  /** `upstreamHeaders`: added to (and replacing) the client's headers upstream: Reins' trace context (`traceparent`). */
+  | { outcome: 'allow'; upstreamHeaders?: Readonly<Record<string, string>> }
   /** `message` is the whole sentence the person sees: which policy or rule, its message, what they can do. */
   | { outcome: 'deny'; reason: RefusalReason; message: string; status?: number };
 
@@ -71,6 +72,8 @@ export interface CallResult {
   status: number;
   end: CallEnd;
   usage?: TokenUsage;
+  /** The model the provider's answer names (`model` in its body or stream), when it names one. */
+  responseModel?: string;
   durationMs: number;
 }
 

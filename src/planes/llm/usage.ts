@@ -11,6 +11,22 @@ export interface UsageMeter {
   push(chunk: Buffer): void;
   /** The usage read, or undefined when the answer carried none. */
   finish(): TokenUsage | undefined;
+  /** After finish: the model the answer names (OpenAI and Anthropic bodies and streams), if any. */
+  model?(): string | undefined;
+}
+
+/** The model an answer or stream event names: OpenAI's `model`, Anthropic's `message.model`, the Responses API's `response.model`. */
+function modelOfEvent(event: unknown): string | undefined {
+  if (!isObject(event)) return undefined;
+  if (typeof event.model === 'string') return event.model;
+  if (isObject(event.message) && typeof event.message.model === 'string') return event.message.model;
+  if (isObject(event.response) && typeof event.response.model === 'string') return event.response.model;
+  return undefined;
+}
+
+/** What a model name may be to be reported: short and printable (it is the provider's text, shown in traces). */
+function reportable(model: string | undefined): string | undefined {
+  return model !== undefined && model.length > 0 && model.length <= 200 && !/[\u0000-\u001f]/.test(model) ? model : undefined;
 }
 
 type Counts = { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
@@ -153,14 +169,22 @@ class JsonMeter implements UsageMeter {
     }
   }
 
+  private answerModel: string | undefined;
+
   finish(): TokenUsage | undefined {
     const text = Buffer.concat(this.chunks).toString('utf8');
     if (this.truncated) return complete(usageInTail(text));
     try {
-      return complete(usageOfEvent(JSON.parse(text)));
+      const answer = JSON.parse(text) as unknown;
+      this.answerModel = reportable(modelOfEvent(answer));
+      return complete(usageOfEvent(answer));
     } catch {
       return undefined;
     }
+  }
+
+  model(): string | undefined {
+    return this.answerModel;
   }
 }
 
@@ -200,7 +224,9 @@ class SseMeter implements UsageMeter {
     this.data = [];
     if (data === '' || data === '[DONE]') return;
     try {
-      this.usage = merge(this.usage, usageOfEvent(JSON.parse(data)));
+      const event = JSON.parse(data) as unknown;
+      this.usage = merge(this.usage, usageOfEvent(event));
+      this.answerModel ??= reportable(modelOfEvent(event));
     } catch {
       // not JSON: nothing to meter
     }
@@ -211,6 +237,12 @@ class SseMeter implements UsageMeter {
     if (this.pending !== '') this.line(this.pending);
     this.dispatch();
     return complete(this.usage);
+  }
+
+  private answerModel: string | undefined;
+
+  model(): string | undefined {
+    return this.answerModel;
   }
 }
 
@@ -279,6 +311,7 @@ export function meterFor(headers: Record<string, string | string[] | undefined>)
   return {
     push: (chunk) => meter.push(chunk),
     finish: () => complete(merge(meter.finish() ?? {}, headerUsage)),
+    model: () => meter.model?.(),
   };
 }
 

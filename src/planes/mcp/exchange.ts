@@ -39,6 +39,8 @@ export class Exchange<C> {
   readonly cancelled = new Set<string>();
   /** How many `tools/call` requests the POST carried. */
   toolCalls = 0;
+  /** Added to the forwarded POST: the trace context of its (first) allowed tool call, when Reins exports spans. */
+  upstreamHeaders: Readonly<Record<string, string>> | undefined = undefined;
   endHeldStream: () => void = () => {};
 
   constructor(

@@ -18,6 +18,9 @@ const FORWARDED = new Set([
   'mcp-protocol-version',
   'mcp-method',
   'mcp-name',
+  // W3C trace context: the client's trace continues at the server (Reins' own span replaces the parent when exporting).
+  'traceparent',
+  'tracestate',
 ]);
 
 function forwarded(name: string): boolean {

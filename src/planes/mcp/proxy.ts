@@ -212,6 +212,8 @@ export class McpGateway<C> {
         }
         if (decision.outcome === 'allow') {
           exchange.track(call);
+          // One POST goes up for a whole batch: its first allowed call's span is the upstream request's parent.
+          exchange.upstreamHeaders ??= decision.upstreamHeaders;
           continue;
         }
         denied.add(idKey(call.requestId));
@@ -374,7 +376,7 @@ export class McpGateway<C> {
       answer = await this.upstreams.pool(upstream.origin).request({
         method,
         path: upstream.path,
-        headers: upstreamHeaders(req.headers, upstream.headers),
+        headers: exchange.upstreamHeaders ? Object.assign(upstreamHeaders(req.headers, upstream.headers), exchange.upstreamHeaders) : upstreamHeaders(req.headers, upstream.headers),
         body,
         signal: cancel,
       });

@@ -56,7 +56,8 @@ export interface McpToolCall<C> {
 }
 
 export type McpDecision =
-  | { outcome: 'allow' }
+  /** `upstreamHeaders`: added to the forwarded POST, replacing the client's: Reins' trace context (`traceparent`). */
+  | { outcome: 'allow'; upstreamHeaders?: Readonly<Record<string, string>> }
   /** `message` is what the model sees as the tool's (error) result: which policy, why, what to do. */
   | { outcome: 'deny'; message: string };
 

@@ -180,7 +180,11 @@ const KNOWN: Record<string, readonly string[]> = {
   name: ['no-such-policy', 'autonomy-tool-approval'],
   key: ['default/deployment/app', 'x'],
   server: ['no-such-server', 'reins', 'github'],
+  // The LLM gateway's catch-all under each provider's prefix (not in the document: OpenAPI has no wildcard paths).
   '*': ['v1/chat/completions', 'v1/messages', 'v1/responses', 'v1/embeddings', 'v1/models', 'model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke', 'x/../v1/chat/completions'],
+  modelId: ['anthropic.claude-sonnet-4-5-20250929-v1:0', 'us.amazon.nova-pro-v1:0', 'arn:aws:bedrock:us-east-1::foundation-model/x'],
+  model: ['gpt-4o', 'claude-sonnet-4-5'],
+  responseId: ['resp_123'],
   kind: ['agent', 'developer', 'personal'],
   state: ['pending', 'released'],
   window: ['1h', '24h', 'garbage'],
@@ -339,6 +343,24 @@ describeEachStore('fuzzing every route of the OpenAPI document', ({ store }) => 
           );
         }
       });
+    }
+  });
+
+  test('every path under an LLM provider\'s prefix, listed or not, answers without a 5xx', async (t) => {
+    // The document lists the providers' endpoints one by one; the gateway serves everything under /llm/<provider>/
+    // (an unknown route answers in the provider's shape). The prefixes come from the document.
+    const prefixes = [...new Set(operations.filter((o) => o.plane === 'llm').map((o) => /^\/llm\/[^/]+\//.exec(o.path)?.[0]).filter((p): p is string => p !== undefined))];
+    assert.ok(prefixes.length >= 3, prefixes.join(', '));
+    for (const prefix of prefixes) {
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        const op: Operation = { method, path: `${prefix}{*}`, pathParams: ['*'], queryParams: [], bodySchema: null, takesBody: method === 'POST', plane: 'llm' };
+        await t.test(`${method} ${prefix}*`, async () => {
+          await fc.assert(
+            fc.asyncProperty(inputFor(op), async (input) => checkAnswer(op, input, await send(replica.url, ADMIN_TOKEN, op, input))),
+            { numRuns: ADMIN_RUNS },
+          );
+        });
+      }
     }
   });
 
