@@ -53,6 +53,36 @@ export function inIpv4Ranges(ip: string, ranges: ReadonlyArray<readonly [number,
   return false;
 }
 
+/**
+ * kube-apiserver refuses a Service range wider than /12 for IPv4 (`--service-cluster-ip-range`: "the mask must be >= 12"),
+ * so a covering prefix wider than that cannot be one Service range.
+ */
+export const WIDEST_SERVICE_PREFIX = 12;
+
+/**
+ * The narrowest IPv4 CIDR holding every address given (IPv6 and malformed ones ignored), or null when there is none or
+ * it would be wider than `widest` bits. Used for the Service range when the API does not expose it: every ClusterIP lies
+ * in the cluster's Service range, so the narrowest prefix holding them all lies inside it too (one range), never past it.
+ */
+export function coveringIpv4Cidr(addresses: Iterable<string>, widest = WIDEST_SERVICE_PREFIX): string | null {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const ip of addresses) {
+    const value = ipv4ToInt(ip);
+    if (value === null) continue;
+    if (value < low) low = value;
+    if (value > high) high = value;
+  }
+  if (low === Infinity) return null;
+  let bits = 32;
+  while (bits > 0 && Math.floor(low / 2 ** (32 - bits)) !== Math.floor(high / 2 ** (32 - bits))) bits -= 1;
+  if (bits < widest) return null;
+  const size = 2 ** (32 - bits);
+  const first = Math.floor(low / size) * size;
+  const octets = [first >>> 24, (first >>> 16) & 255, (first >>> 8) & 255, first & 255];
+  return `${octets.join('.')}/${bits}`;
+}
+
 export function isImds(ip: string): boolean {
   return IMDS_ADDRESSES.has(ip.toLowerCase());
 }

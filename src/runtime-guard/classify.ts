@@ -3,9 +3,9 @@
  * (against the cluster's naming rules and the provider catalogue). Built once per facts snapshot (`classifierFor`),
  * with every answer memoised per distinct name, address and pod.
  */
-import { inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
+import { coveringIpv4Cidr, inIpv4Ranges, isImds, isIpLiteral, isNodeOrLinkLocal, NODELOCAL_DNS_ADDRESS, parseIpv4Cidr, unattributedName } from './addresses.js';
 import { matchCatalogue, normalizeHostname } from './provider-catalogue.js';
-import { INFERRED_FROM_POD_NAME, type ClusterFacts, type FindingKind, type PodFact, type SuppressReason } from './types.js';
+import { INFERRED_FROM_POD_NAME, type ClusterFacts, type FindingKind, type PodFact, type SuppressReason, type WorkloadFact } from './types.js';
 import { buildOwnerIndex, controllerOf, inferWorkloadFromName, podLevelWorkload, resolveWorkload, type OwnerIndex, type WorkloadRef } from './workload.js';
 
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
@@ -72,6 +72,20 @@ export interface FactsIndex {
   /** `<ns>/<pod>` -> the workload remembered for a pod seen earlier (`ClusterFacts.podOwners`). */
   podOwners: ReadonlyMap<string, WorkloadRef>;
   searchDomains: readonly string[];
+  /** The workload objects of the facts (`ClusterFacts.workloads`). */
+  workloads: readonly WorkloadFact[];
+  /** The Service CIDRs the cluster's ranges use: the facts' `serviceCIDRs`, else the one derived from the ClusterIPs. */
+  serviceCidrs: readonly string[];
+}
+
+/**
+ * The Service range when the API does not expose it (no ServiceCIDR objects: before Kubernetes 1.33, or not readable):
+ * the narrowest IPv4 prefix holding every ClusterIP, when it is no wider than kube-apiserver allows a Service range
+ * (/12). Every ClusterIP lies in the Service range, so this lies inside it; Services of a second range (a cluster
+ * that has several) make the prefix too wide, and then nothing is derived.
+ */
+export function derivedServiceCidr(facts: Pick<ClusterFacts, 'services'>): string | null {
+  return coveringIpv4Cidr(facts.services.flatMap((svc) => svc.clusterIPs));
 }
 
 /**
@@ -130,8 +144,13 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
   }
   for (const svc of facts.services) for (const ip of svc.clusterIPs) clusterAddresses.add(ip);
   for (const node of facts.nodes) for (const ip of node.addresses) clusterAddresses.add(ip);
+  const serviceCidrs: string[] = facts.serviceCIDRs && facts.serviceCIDRs.length > 0 ? [...facts.serviceCIDRs] : [];
+  if (serviceCidrs.length === 0) {
+    const derived = derivedServiceCidr(facts);
+    if (derived !== null) serviceCidrs.push(derived);
+  }
   const clusterRanges: Array<[number, number]> = [];
-  for (const cidr of [...facts.nodes.flatMap((n) => n.podCIDRs ?? []), ...(facts.serviceCIDRs ?? [])]) {
+  for (const cidr of [...facts.nodes.flatMap((n) => n.podCIDRs ?? []), ...serviceCidrs]) {
     const range = parseIpv4Cidr(cidr);
     if (range) clusterRanges.push(range);
   }
@@ -162,7 +181,12 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     }
   }
   for (const ip of facts.apiServerAddresses) add(ip, serviceDns('kubernetes', 'default'), 'cluster-apiserver');
-  for (const ip of facts.clusterDnsAddresses) add(ip, serviceDns('kube-dns', 'kube-system'), 'coredns');
+  // Cluster DNS addresses come from Services labelled as cluster DNS, their endpoints and resolv.conf: one outside the
+  // cluster's ranges (an endpoint pointing at a public address, say) is classified by its address like any other.
+  // NodeLocal DNSCache and other link-local or loopback addresses are the node's own.
+  for (const ip of facts.clusterDnsAddresses) {
+    if (isNodeOrLinkLocal(ip) || inClusterRanges(ip)) add(ip, serviceDns('kube-dns', 'kube-system'), 'coredns');
+  }
   for (const node of facts.nodes) for (const ip of node.addresses) add(ip, `node:${node.name}`, 'node-or-link-local');
 
   const podsByName = new Map<string, Map<string, PodFact>>();
@@ -225,6 +249,8 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
     selfWorkloadKeys,
     podOwners,
     searchDomains,
+    workloads: facts.workloads ?? [],
+    serviceCidrs,
   };
 }
 
@@ -392,8 +418,9 @@ export class Classifier {
   /**
    * Every workload of the cluster facts that gets a row with or without evidence (spec "rows: One row per
    * workload"): each pod's workload (Deployment, StatefulSet, DaemonSet, CronJob, Job, or the pod itself), then the
-   * Deployments and CronJobs known only through a ReplicaSet or Job of theirs (scaled to zero, between runs) and bare
-   * Jobs and ReplicaSets. Not kube-system or kube-public, not the service's own. In facts order; computed once per
+   * Deployments and CronJobs known only through a ReplicaSet or Job of theirs (scaled to zero, between runs), bare
+   * Jobs and ReplicaSets, and every Deployment, StatefulSet, DaemonSet and CronJob object (`ClusterFacts.workloads`,
+   * pods or not). Not kube-system or kube-public, not the service's own. In facts order; computed once per
    * snapshot.
    */
   clusterWorkloads(): readonly WorkloadRef[] {
@@ -431,6 +458,18 @@ export class Classifier {
           attributionNote: '',
         });
       }
+    }
+    // The workload objects themselves: a StatefulSet or DaemonSet with no pod, a CronJob that never ran, a
+    // Deployment without a ReplicaSet.
+    for (const workload of index.workloads) {
+      push({
+        workloadKey: `${workload.namespace}/${workload.kind}/${workload.name}`,
+        namespace: workload.namespace,
+        kind: workload.kind,
+        name: workload.name,
+        attributionConfirmed: true,
+        attributionNote: '',
+      });
     }
     return (this.workloadList = out);
   }
@@ -554,6 +593,8 @@ interface FactsKey {
   replicaSetsLength: number;
   jobs: readonly unknown[];
   jobsLength: number;
+  workloads: readonly unknown[] | undefined;
+  workloadsLength: number;
   services: readonly unknown[];
   servicesLength: number;
   endpointSlices: readonly unknown[];
@@ -587,6 +628,8 @@ function factsKey(facts: ClusterFacts): FactsKey {
     replicaSetsLength: facts.replicaSets.length,
     jobs: facts.jobs,
     jobsLength: facts.jobs.length,
+    workloads: facts.workloads,
+    workloadsLength: facts.workloads?.length ?? 0,
     services: facts.services,
     servicesLength: facts.services.length,
     endpointSlices: facts.endpointSlices,
@@ -607,6 +650,8 @@ function sameFacts(a: FactsKey, b: FactsKey): boolean {
     a.replicaSetsLength === b.replicaSetsLength &&
     a.jobs === b.jobs &&
     a.jobsLength === b.jobsLength &&
+    a.workloads === b.workloads &&
+    a.workloadsLength === b.workloadsLength &&
     a.services === b.services &&
     a.servicesLength === b.servicesLength &&
     a.endpointSlices === b.endpointSlices &&

@@ -47,26 +47,6 @@ export const RUNG_CONFIDENCE: Readonly<Record<Rung, number>> = { R0: 0.95, R2: 0
 // ---- Pass 1: observations grouped per pod. ----
 
 /**
- * Behaviors are a set, but nearly always of one value: the first value sits in `first`, and a Set is made only
- * when a second distinct one arrives (it then holds all of them). '' is never a member.
- */
-interface LazySet {
-  first: string;
-  more: Set<string> | null;
-}
-
-function lazyAdd(set: LazySet, value: string): void {
-  if (value === '' || value === set.first) return;
-  if (set.first === '') set.first = value;
-  else (set.more ??= new Set([set.first])).add(value);
-}
-
-function lazyValues(set: LazySet): string[] {
-  if (set.more !== null) return [...set.more].sort();
-  return set.first === '' ? [] : [set.first];
-}
-
-/**
  * A pod's observations in the window, as handed in (no per-pod aggregate: every rule below sums counts and
  * unites sets, so recording each observation gives what recording their sums would), with the classification
  * of each one's name or address looked up once.
@@ -105,7 +85,9 @@ interface DestinationAggregate {
   cls: FindingClass;
   connections: number;
   resolutions: number;
-  behaviors: LazySet;
+  /** Behaviors, a LazySet inlined (one object less per destination). */
+  behaviorFirst: string;
+  behaviorMore: Set<string> | null;
   /** Connections per address: the first address inline, a Map once there is a second. */
   firstAddress: string;
   firstAddressCount: number;
@@ -197,9 +179,13 @@ class Reconciler implements AskedNames {
   // The workload being assembled (pass 2): its destinations and, when a fold needs it, the names it asked as is.
   private current: WorkloadBucket | null = null;
   private bare: Set<string> | null = null;
-  private names: Map<string, DestinationAggregate> | null = null;
-  private variants: Map<string, DestinationAggregate> | null = null;
-  private windowed: Map<string, DestinationAggregate> | null = null;
+  private readonly names = new Map<string, DestinationAggregate>();
+  private readonly variants = new Map<string, DestinationAggregate>();
+  private readonly windowed = new Map<string, DestinationAggregate>();
+  /** The current workload's aggregates in creation order, and the pool they come from (`used` of it taken). */
+  private readonly aggregates: DestinationAggregate[] = [];
+  private readonly pool: DestinationAggregate[] = [];
+  private used = 0;
 
   constructor(private readonly c: Classifier) {}
 
@@ -337,26 +323,33 @@ class Reconciler implements AskedNames {
     return this.bare;
   }
 
+  /**
+   * The aggregate of one destination identity of the current workload. Aggregates live only while their workload's
+   * row is built, so they come from a pool reused from workload to workload (with the three maps): a large answer
+   * would otherwise allocate several objects per destination that the collector must trace and free.
+   */
   private record(keyKind: KeyKind, destName: string, rung: Rung, cls: FindingClass, connections: number, resolutions: number, behavior: string, ip: string): void {
-    const map: Map<string, DestinationAggregate> =
-      keyKind === KEY_NAME ? (this.names ??= new Map()) : keyKind === KEY_VARIANT ? (this.variants ??= new Map()) : (this.windowed ??= new Map());
+    const map = keyKind === KEY_NAME ? this.names : keyKind === KEY_VARIANT ? this.variants : this.windowed;
     let dest = map.get(destName);
-    if (!dest) {
-      dest = {
-        keyKind,
-        destName,
-        rung,
-        cls,
-        connections: 0,
-        resolutions: 0,
-        behaviors: { first: '', more: null },
-        firstAddress: '',
-        firstAddressCount: 0,
-        addressCounts: null,
-        destIP: '',
-        group: 0,
-      };
+    if (dest === undefined) {
+      if (this.used < this.pool.length) dest = this.pool[this.used]!;
+      else this.pool.push((dest = newAggregate()));
+      this.used += 1;
+      dest.keyKind = keyKind;
+      dest.destName = destName;
+      dest.rung = rung;
+      dest.cls = cls;
+      dest.connections = 0;
+      dest.resolutions = 0;
+      dest.behaviorFirst = '';
+      dest.behaviorMore = null;
+      dest.firstAddress = '';
+      dest.firstAddressCount = 0;
+      dest.addressCounts = null;
+      dest.destIP = '';
+      dest.group = 0;
       map.set(destName, dest);
+      this.aggregates.push(dest);
     } else if (rung !== dest.rung || cls !== dest.cls) {
       if (RUNG_CONFIDENCE[rung] > RUNG_CONFIDENCE[dest.rung] || (rung === dest.rung && classOutranks(cls, dest.cls))) {
         // Resolution only upgrades: the most confident identity seen in the window decides.
@@ -366,7 +359,10 @@ class Reconciler implements AskedNames {
     }
     dest.connections += connections;
     dest.resolutions += resolutions;
-    lazyAdd(dest.behaviors, behavior);
+    if (behavior !== '' && behavior !== dest.behaviorFirst) {
+      if (dest.behaviorFirst === '') dest.behaviorFirst = behavior;
+      else (dest.behaviorMore ??= new Set([dest.behaviorFirst])).add(behavior);
+    }
     if (ip !== '' && connections > 0) {
       if (dest.addressCounts !== null) dest.addressCounts.set(ip, (dest.addressCounts.get(ip) ?? 0) + connections);
       else if (dest.firstAddress === '' || dest.firstAddress === ip) {
@@ -389,9 +385,7 @@ class Reconciler implements AskedNames {
   ): ReconciliationRow {
     this.current = workload;
     this.bare = null;
-    this.names = null;
-    this.variants = null;
-    this.windowed = null;
+    this.releaseAggregates();
     const c = this.c;
 
     // Address -> the name a DNS answer gave it: the pod's own answers first, then any pod of the same
@@ -481,9 +475,7 @@ class Reconciler implements AskedNames {
 
     const ref = workload.ref;
     const joined = governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name));
-    const aggregates: DestinationAggregate[] = [];
-    const maps: Array<Map<string, DestinationAggregate> | null> = [this.names, this.variants, this.windowed];
-    for (const map of maps) if (map !== null) for (const dest of map.values()) aggregates.push(dest);
+    const aggregates = this.aggregates;
     let bypassedDestinations = 0;
     let m = 0;
     let unsuppressed = 0;
@@ -513,7 +505,7 @@ class Reconciler implements AskedNames {
         destName: dest.destName,
         destIP,
         source: dest.connections > 0 ? 'network' : 'dns',
-        behaviors: lazyValues(dest.behaviors),
+        behaviors: dest.behaviorMore !== null ? [...dest.behaviorMore].sort() : dest.behaviorFirst === '' ? [] : [dest.behaviorFirst],
         count: dest.connections > 0 ? dest.connections : dest.resolutions,
         governedCalls,
         rung: dest.rung,
@@ -525,6 +517,7 @@ class Reconciler implements AskedNames {
     }
     this.current = null;
     this.bare = null;
+    this.releaseAggregates();
 
     return {
       workloadKey: ref.workloadKey,
@@ -540,6 +533,16 @@ class Reconciler implements AskedNames {
       attributionNote: ref.attributionNote,
       destinations: out,
     };
+  }
+
+  /** The aggregates go back to the pool (their objects are reset when taken again). */
+  private releaseAggregates(): void {
+    if (this.aggregates.length === 0) return;
+    this.names.clear();
+    this.variants.clear();
+    this.windowed.clear();
+    this.aggregates.length = 0;
+    this.used = 0;
   }
 
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
@@ -558,6 +561,24 @@ class Reconciler implements AskedNames {
     }
     return answers;
   }
+}
+
+function newAggregate(): DestinationAggregate {
+  return {
+    keyKind: KEY_NAME,
+    destName: '',
+    rung: 'R6',
+    cls: UNNAMED_EXTERNAL,
+    connections: 0,
+    resolutions: 0,
+    behaviorFirst: '',
+    behaviorMore: null,
+    firstAddress: '',
+    firstAddressCount: 0,
+    addressCounts: null,
+    destIP: '',
+    group: 0,
+  };
 }
 
 /** A workload without evidence in the window (spec rule 3: most rows of a healthy cluster look like this). */

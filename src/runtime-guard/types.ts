@@ -66,6 +66,17 @@ export interface ControllerFact {
   ownerReferences: OwnerReference[];
 }
 
+/**
+ * A workload object itself (Deployment, StatefulSet, DaemonSet, CronJob): known even with no pod, ReplicaSet or Job
+ * (scaled to zero, a CronJob between runs), so its row is there evidence or not.
+ */
+export interface WorkloadFact {
+  namespace: string;
+  /** `Deployment`, `StatefulSet`, `DaemonSet` or `CronJob`. */
+  kind: string;
+  name: string;
+}
+
 export interface ServiceFact {
   namespace: string;
   name: string;
@@ -121,6 +132,8 @@ export interface ClusterFacts {
   pods: PodFact[];
   replicaSets: ControllerFact[];
   jobs: ControllerFact[];
+  /** Deployments, StatefulSets, DaemonSets and CronJobs: each gets a row, with or without pods. Optional. */
+  workloads?: WorkloadFact[];
   services: ServiceFact[];
   endpointSlices: EndpointSliceFact[];
   nodes: NodeFact[];
@@ -138,7 +151,10 @@ export interface ClusterFacts {
   selfService: { namespace: string; name: string } | null;
   /** Pods known to belong to the service's own workload, current and previous. */
   selfPods: SelfPodFact[];
-  /** The Service CIDRs, when known (ServiceCIDR objects or configuration): part of the cluster's own ranges. */
+  /**
+   * The Service CIDRs, when known (`networking.k8s.io/v1` ServiceCIDR objects, `spec.cidrs`): part of the cluster's
+   * own ranges. Absent or empty: the engine derives one from the ClusterIPs (classify.ts `derivedServiceCidr`).
+   */
   serviceCIDRs?: string[];
   /**
    * The workload of every pod seen within the memory (24 h and more), as resolved through its owner chain while it

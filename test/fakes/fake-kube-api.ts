@@ -5,7 +5,8 @@
  * certificate in test/fixtures/tls), and writes a kubeconfig pointing at itself:
  *
  * - discovery: `/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/<version>`, `/version`. The
- *   RuntimePolicy group (`runtime.reins.dev/v1`) is listed only while `setCrdServed(true)`.
+ *   RuntimePolicy group (`runtime.reins.dev/v1`) is listed only while `setCrdServed(true)`; ServiceCIDRs
+ *   (`networking.k8s.io/v1`, Kubernetes 1.33+) unless `serviceCidrsServed: false` (an older API server: 404).
  * - list and watch (`?watch=true`, JSON lines `{type: ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, object}`) of every
  *   resource below, cluster-wide and per namespace, with `resourceVersion`, `allowWatchBookmarks`,
  *   `timeoutSeconds`, `labelSelector` and `fieldSelector` (equality). A watch from a resourceVersion older than
@@ -18,7 +19,7 @@
  *   `denyAccess(...)`. A denied permission is also enforced: the matching request itself answers 403.
  *
  * Resources: pods, services, nodes, namespaces (v1); replicasets, deployments, statefulsets, daemonsets (apps/v1);
- * jobs, cronjobs (batch/v1); endpointslices (discovery.k8s.io/v1); leases (coordination.k8s.io/v1);
+ * jobs, cronjobs (batch/v1); endpointslices (discovery.k8s.io/v1); servicecidrs (networking.k8s.io/v1, cluster-scoped); leases (coordination.k8s.io/v1);
  * customresourcedefinitions (apiextensions.k8s.io/v1); runtimepolicies (runtime.reins.dev/v1, cluster-scoped,
  * 404 while the CRD is not served).
  *
@@ -62,6 +63,7 @@ export type FakeKubeResource =
   | 'jobs'
   | 'cronjobs'
   | 'endpointslices'
+  | 'servicecidrs'
   | 'leases'
   | 'customresourcedefinitions'
   | 'runtimepolicies';
@@ -94,6 +96,7 @@ const RESOURCES: ResourceDef[] = [
   { plural: 'jobs', kind: 'Job', group: 'batch', version: 'v1', namespaced: true, verbs: RW_VERBS },
   { plural: 'cronjobs', kind: 'CronJob', group: 'batch', version: 'v1', namespaced: true, verbs: RW_VERBS, shortNames: ['cj'] },
   { plural: 'endpointslices', kind: 'EndpointSlice', group: 'discovery.k8s.io', version: 'v1', namespaced: true, verbs: RW_VERBS },
+  { plural: 'servicecidrs', kind: 'ServiceCIDR', group: 'networking.k8s.io', version: 'v1', namespaced: false, verbs: RW_VERBS },
   { plural: 'leases', kind: 'Lease', group: 'coordination.k8s.io', version: 'v1', namespaced: true, verbs: RW_VERBS },
   {
     plural: 'customresourcedefinitions',
@@ -192,6 +195,8 @@ export interface FakeKubeApiOptions {
   tls?: boolean;
   /** Serve the RuntimePolicy CRD from the start. Default false. */
   crdServed?: boolean;
+  /** Serve ServiceCIDRs (networking.k8s.io/v1, Kubernetes 1.33+). Default true; false answers 404 as an older API server. */
+  serviceCidrsServed?: boolean;
   /** How a watch from a too-old resourceVersion fails. Default `event` (kube-apiserver's watch cache). */
   expiredWatch?: 'event' | 'http';
   /** Send a BOOKMARK to every watch that asked for them this often; 0 (default) only on `bookmark()`. */
@@ -376,7 +381,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
 
   const defOf = (plural: string): ResourceDef | undefined => RESOURCES.find((d) => d.plural === plural);
   const keyOf = (namespace: string | undefined, name: string): string => `${namespace ?? ''}/${name}`;
-  const served = (def: ResourceDef): boolean => def.group !== CRD_GROUP || crdServed;
+  const serviceCidrsServed = options.serviceCidrsServed ?? true;
+  const served = (def: ResourceDef): boolean => (def.group !== CRD_GROUP || crdServed) && (def.plural !== 'servicecidrs' || serviceCidrsServed);
 
   function isDenied(attrs: { group: string; resource: string; verb: string; namespace: string }): boolean {
     return denied.some(
@@ -1071,6 +1077,19 @@ export const kube = {
   },
   cronJob(c: { namespace: string; name: string }): KubeObject {
     return { metadata: { name: c.name, namespace: c.namespace }, spec: { schedule: '*/5 * * * *' } };
+  },
+  /** A Deployment, StatefulSet or DaemonSet (`replicas` 0: scaled to zero). */
+  workload(w: { kind: 'Deployment' | 'StatefulSet' | 'DaemonSet'; namespace: string; name: string; replicas?: number }): KubeObject {
+    const selector = { matchLabels: { app: w.name } };
+    const template = { metadata: { labels: { app: w.name } }, spec: { containers: [{ name: 'app', image: `example/${w.name}:1` }] } };
+    return {
+      metadata: { name: w.name, namespace: w.namespace, labels: { app: w.name } },
+      spec: w.kind === 'DaemonSet' ? { selector, template } : { replicas: w.replicas ?? 1, selector, template, ...(w.kind === 'StatefulSet' ? { serviceName: w.name } : {}) },
+    };
+  },
+  /** A ServiceCIDR (cluster-scoped; `kubernetes` is the one kube-apiserver creates from its flags). */
+  serviceCidr(c: { name: string; cidrs: string[] }): KubeObject {
+    return { metadata: { name: c.name }, spec: { cidrs: c.cidrs }, status: { conditions: [{ type: 'Ready', status: 'True', reason: '', message: 'Kubernetes Service CIDR is ready', lastTransitionTime: new Date().toISOString() }] } };
   },
   lease(l: { namespace: string; name: string; holder: string; durationSeconds?: number; renewTime?: Date }): KubeObject {
     const micro = (d: Date): string => d.toISOString().replace(/Z$/, '000Z');

@@ -22,7 +22,8 @@ export type Permission = RbacGap;
 
 /**
  * Every permission the runtime guard uses, in the order a reader of `rbacGaps` expects: the cluster facts'
- * list and watch (pods also serve sensor discovery), the Lease in the service's own namespace, and the
+ * list and watch (pods also serve sensor discovery; the workload objects give every workload its row; ServiceCIDRs
+ * the Service range, on clusters that serve them), the Lease in the service's own namespace, and the
  * RuntimePolicy objects (cluster-scoped). deploy/README.md's ClusterRole and Role grant exactly these.
  */
 export function requiredPermissions(leaseNamespace: string): Permission[] {
@@ -33,6 +34,11 @@ export function requiredPermissions(leaseNamespace: string): Permission[] {
     ['', 'nodes'],
     ['apps', 'replicasets'],
     ['batch', 'jobs'],
+    ['apps', 'deployments'],
+    ['apps', 'statefulsets'],
+    ['apps', 'daemonsets'],
+    ['batch', 'cronjobs'],
+    ['networking.k8s.io', 'servicecidrs'],
   ];
   return [
     ...watched.flatMap(([group, resource]) => ['list', 'watch'].map((verb) => ({ group, resource, verb, namespace: '' }))),

@@ -1,6 +1,8 @@
 /**
  * The cluster facts the reconciliation engine reads (`ClusterFacts`, types.ts), kept current by one
- * reflector (list + watch) per resource: pods, ReplicaSets, Jobs, Services, EndpointSlices, nodes.
+ * reflector (list + watch) per resource: pods, ReplicaSets, Jobs, Services, EndpointSlices, nodes, and the workload
+ * objects (Deployments, StatefulSets, DaemonSets, CronJobs). ServiceCIDRs (networking.k8s.io/v1) are read too when
+ * the API server serves them, as a refinement outside `complete` and the freshness (a cluster before 1.33 has none).
  *
  * - `facts()` is called per request: the arrays are rebuilt only for resources that changed since the last
  *   call, and the service's own pods (`selfPods`) only when pods, EndpointSlices, ReplicaSets or Jobs did.
@@ -18,6 +20,7 @@ import {
   BatchV1Api,
   CoreV1Api,
   DiscoveryV1Api,
+  NetworkingV1Api,
   type KubeConfig,
 } from '@kubernetes/client-node';
 import type {
@@ -30,6 +33,7 @@ import type {
   PodFact,
   SelfPodFact,
   ServiceFact,
+  WorkloadFact,
 } from '../types.js';
 import { buildOwnerIndex, resolveWorkload, type OwnerIndex } from '../workload.js';
 import { makeApi, unixSeconds } from './client.js';
@@ -67,6 +71,10 @@ interface ServiceLike extends ObjectMeta {
 interface EndpointSliceLike extends ObjectMeta {
   metadata?: Meta;
   endpoints?: Array<{ addresses?: string[]; targetRef?: { kind?: string; name?: string; namespace?: string } }>;
+}
+interface ServiceCidrLike extends ObjectMeta {
+  metadata?: Meta;
+  spec?: { cidrs?: string[] };
 }
 interface NodeLike extends ObjectMeta {
   metadata?: Meta;
@@ -124,6 +132,16 @@ export function podRecord(pod: PodLike): PodRecord {
 
 export function controllerFact(object: ControllerLike): ControllerFact {
   return { namespace: object.metadata?.namespace ?? '', name: object.metadata?.name ?? '', ownerReferences: owners(object.metadata) };
+}
+
+/** A Deployment, StatefulSet, DaemonSet or CronJob: only that it exists matters (its row). */
+export function workloadFact(kind: string): (object: ControllerLike) => WorkloadFact {
+  return (object) => ({ namespace: object.metadata?.namespace ?? '', kind, name: object.metadata?.name ?? '' });
+}
+
+/** A ServiceCIDR's ranges (`spec.cidrs`, one per IP family). */
+export function serviceCidrs(object: ServiceCidrLike): string[] {
+  return (object.spec?.cidrs ?? []).filter((c) => typeof c === 'string' && c !== '');
 }
 
 /** Services of the cluster DNS: `k8s-app=kube-dns` in kube-system (CoreDNS under any Service name). */
@@ -267,8 +285,13 @@ export interface ClusterFactsOptions {
   retryMinMs?: number;
   retryMaxMs?: number;
   selfPodMemoryMs?: number;
+  /** How long after a 404 the ServiceCIDRs are listed again (a cluster upgraded to 1.33 starts serving them). */
+  serviceCidrRetryMs?: number;
   now?: () => number;
 }
+
+/** A cluster that does not serve ServiceCIDRs is asked again this often. */
+export const SERVICE_CIDR_RETRY_MS = 5 * 60 * 1000;
 
 /** A value rebuilt only when the version it was built from changed. */
 class Memo<T> {
@@ -290,6 +313,9 @@ export class ClusterFactsCache {
   private readonly services: Reflector<ServiceLike, ServiceRecord>;
   private readonly slices: Reflector<EndpointSliceLike, SliceRecord>;
   private readonly nodes: Reflector<NodeLike, NodeFact>;
+  private readonly workloadObjects: Array<Reflector<ControllerLike, WorkloadFact>>;
+  /** Optional (see the file comment): not in `all`. */
+  private readonly serviceCidrReflector: Reflector<ServiceCidrLike, string[]>;
   private readonly all: Array<Reflector<never, unknown>>;
   /** Last confirmation per resource name. */
   private readonly freshAt = new Map<string, number>();
@@ -304,6 +330,8 @@ export class ClusterFactsCache {
   private readonly servicesMemo = new Memo<{ services: ServiceFact[]; dnsKeys: Set<string>; dnsIps: string[] }>();
   private readonly slicesMemo = new Memo<EndpointSliceFact[]>();
   private readonly nodesMemo = new Memo<NodeFact[]>();
+  private readonly workloadsMemo = new Memo<WorkloadFact[]>();
+  private readonly serviceCidrsMemo = new Memo<string[]>();
   private readonly ownersMemo = new Memo<OwnerIndex>();
   private selfVersion = '';
   private currentSelf = new Map<string, SelfPodFact>();
@@ -321,12 +349,14 @@ export class ClusterFactsCache {
     const apps = makeApi(o.kc, AppsV1Api, signal, timeout);
     const batch = makeApi(o.kc, BatchV1Api, signal, timeout);
     const discovery = makeApi(o.kc, DiscoveryV1Api, signal, timeout);
+    const networking = makeApi(o.kc, NetworkingV1Api, signal, timeout);
     const reflector = <O extends ObjectMeta, F>(
       name: string,
       path: string,
       listPage: (cont: string | undefined, limit: number) => Promise<ListPage<O>>,
       transform: (o: O) => F,
       onDelete?: (key: string, fact: F) => void,
+      notServedRetryMs?: number,
     ): Reflector<O, F> =>
       new Reflector<O, F>({
         kc: o.kc,
@@ -338,6 +368,7 @@ export class ClusterFactsCache {
         onFresh: (at) => this.freshAt.set(name, at),
         onError: (err) => o.onError(err),
         ...(onDelete ? { onDelete } : {}),
+        ...(notServedRetryMs !== undefined ? { notServedRetryMs } : {}),
         watchTimeoutSeconds: o.watchTimeoutSeconds ?? 60,
         watchGraceMs: o.watchGraceMs ?? 30_000,
         retryMinMs: o.retryMinMs ?? 1000,
@@ -363,11 +394,28 @@ export class ClusterFactsCache {
       sliceRecord,
     );
     this.nodes = reflector('nodes', '/api/v1/nodes', (c, l) => core.listNode(page(c, l)) as Promise<ListPage<NodeLike>>, nodeFact);
-    this.all = [this.pods, this.replicaSets, this.jobs, this.services, this.slices, this.nodes] as unknown as Array<Reflector<never, unknown>>;
+    this.workloadObjects = [
+      reflector('deployments', '/apis/apps/v1/deployments', (c, l) => apps.listDeploymentForAllNamespaces(page(c, l)) as Promise<ListPage<ControllerLike>>, workloadFact('Deployment')),
+      reflector('statefulsets', '/apis/apps/v1/statefulsets', (c, l) => apps.listStatefulSetForAllNamespaces(page(c, l)) as Promise<ListPage<ControllerLike>>, workloadFact('StatefulSet')),
+      reflector('daemonsets', '/apis/apps/v1/daemonsets', (c, l) => apps.listDaemonSetForAllNamespaces(page(c, l)) as Promise<ListPage<ControllerLike>>, workloadFact('DaemonSet')),
+      reflector('cronjobs', '/apis/batch/v1/cronjobs', (c, l) => batch.listCronJobForAllNamespaces(page(c, l)) as Promise<ListPage<ControllerLike>>, workloadFact('CronJob')),
+    ];
+    this.serviceCidrReflector = reflector(
+      'servicecidrs',
+      '/apis/networking.k8s.io/v1/servicecidrs',
+      (c, l) => networking.listServiceCIDR(page(c, l)) as Promise<ListPage<ServiceCidrLike>>,
+      serviceCidrs,
+      undefined,
+      o.serviceCidrRetryMs ?? SERVICE_CIDR_RETRY_MS,
+    );
+    this.all = [this.pods, this.replicaSets, this.jobs, this.services, this.slices, this.nodes, ...this.workloadObjects] as unknown as Array<
+      Reflector<never, unknown>
+    >;
   }
 
   start(): void {
     for (const r of this.all) r.start();
+    this.serviceCidrReflector.start();
   }
 
   /** Resolves once every resource listed (or on stop). */
@@ -378,7 +426,7 @@ export class ClusterFactsCache {
   async stop(): Promise<void> {
     this.stop$.abort();
     clearTimeout(this.selfRefresh);
-    await Promise.all(this.all.map((r) => r.stop()));
+    await Promise.all([...this.all, this.serviceCidrReflector].map((r) => r.stop()));
   }
 
   /**
@@ -410,11 +458,20 @@ export class ClusterFactsCache {
     });
     const slices = this.slicesMemo.get(this.slices.version, () => [...this.slices.items.values()].flatMap((r) => (r.fact ? [r.fact] : [])));
     const nodes = this.nodesMemo.get(this.nodes.version, () => [...this.nodes.items.values()]);
+    const workloads = this.workloadsMemo.get(this.workloadObjects.map((r) => r.version).join('/'), () => this.workloadObjects.flatMap((r) => [...r.items.values()]));
+    // Absent until the ServiceCIDRs listed (or when none is served): the engine then derives the range from ClusterIPs.
+    const cidrs = this.serviceCidrReflector.synced
+      ? this.serviceCidrsMemo.get(this.serviceCidrReflector.version, () => [...new Set([...this.serviceCidrReflector.items.values()].flat())].sort())
+      : [];
     this.refreshSelf(pods, slices);
     const dnsEndpoints = slices
       .filter((s) => services.dnsKeys.has(`${s.namespace}/${s.serviceName}`))
       .flatMap((s) => s.endpoints.flatMap((e) => e.addresses));
-    const oldestConfirmation = Math.min(...['pods', 'replicasets', 'jobs', 'services', 'endpointslices', 'nodes'].map((n) => this.freshAt.get(n) ?? 0));
+    const oldestConfirmation = Math.min(
+      ...['pods', 'replicasets', 'jobs', 'services', 'endpointslices', 'nodes', 'deployments', 'statefulsets', 'daemonsets', 'cronjobs'].map(
+        (n) => this.freshAt.get(n) ?? 0,
+      ),
+    );
     return {
       fetchedAtUnix: unixSeconds(oldestConfirmation),
       complete: this.all.every((r) => r.healthy),
@@ -422,6 +479,7 @@ export class ClusterFactsCache {
       pods,
       replicaSets,
       jobs,
+      workloads,
       services: services.services,
       endpointSlices: slices,
       nodes,
@@ -429,6 +487,7 @@ export class ClusterFactsCache {
       clusterDnsAddresses: [...new Set([...this.o.clusterDnsAddresses, ...services.dnsIps, ...dnsEndpoints])],
       selfService: this.self,
       selfPods: this.selfPods(),
+      ...(cidrs.length > 0 ? { serviceCIDRs: cidrs } : {}),
       ...(this.o.searchDomains && this.o.searchDomains.length > 0 ? { searchDomains: this.o.searchDomains } : {}),
     };
   }

@@ -46,6 +46,11 @@ export interface ReflectorOptions<O extends ObjectMeta, F> {
   retryMaxMs: number;
   pageSize?: number;
   now?: () => number;
+  /**
+   * A resource the API server may not serve (ServiceCIDR before Kubernetes 1.33): a list answered 404 is no failure,
+   * the reflector holds nothing (`served` false) and lists again after this long. Absent: a 404 is a failure.
+   */
+  notServedRetryMs?: number;
 }
 
 /** A watch that stayed up this long worked, whatever ended it. */
@@ -92,6 +97,8 @@ export class Reflector<O extends ObjectMeta, F> {
   synced = false;
   /** A list succeeded and no list or watch failed since. */
   healthy = false;
+  /** False while the API server answers 404 for an optional resource (`notServedRetryMs`). */
+  served = true;
   private resourceVersion = '';
   private readonly stopController = new AbortController();
   private cancelWatch: (() => void) | undefined;
@@ -138,6 +145,11 @@ export class Reflector<O extends ObjectMeta, F> {
           await this.list();
         } catch (err) {
           if (this.stopped) return;
+          if (this.o.notServedRetryMs !== undefined && httpStatusOf(err) === 404) {
+            this.notServed();
+            await sleep(this.o.notServedRetryMs, this.stopController.signal);
+            continue;
+          }
           this.fail(new Error(`listing ${this.o.name} failed: ${describeKubeError(err)}`));
           await pause();
           continue;
@@ -168,6 +180,22 @@ export class Reflector<O extends ObjectMeta, F> {
     }
   }
 
+  /** An optional resource the API server does not serve: nothing is held, which is a complete answer. */
+  private notServed(): void {
+    this.served = false;
+    if (this.items.size > 0) {
+      this.items.clear();
+      this.version++;
+      this.o.onChange();
+    }
+    this.healthy = true;
+    if (!this.synced) {
+      this.synced = true;
+      for (const resolve of this.syncWaiters.splice(0)) resolve();
+    }
+    this.o.onFresh(this.now());
+  }
+
   private fail(err: Error): void {
     this.healthy = false;
     this.o.onError(err);
@@ -193,6 +221,7 @@ export class Reflector<O extends ObjectMeta, F> {
     this.resourceVersion = resourceVersion;
     this.version++;
     this.healthy = true;
+    this.served = true;
     if (!this.synced) {
       this.synced = true;
       for (const resolve of this.syncWaiters.splice(0)) resolve();
