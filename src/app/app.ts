@@ -60,6 +60,8 @@ export interface AppDeps {
   logger: FastifyServerOptions['logger'];
   gateway: GatewayRuntime;
   runtimeGuard: RuntimeGuard;
+  /** The replica's shutdown state: /readyz answers 503 once `draining` (the replica's close sets it). */
+  lifecycle?: { readonly draining: boolean };
 }
 
 /** What the data plane reads on every call, owned (started and stopped) by the replica. */
@@ -202,7 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // The windows still open are summarised into the audit log before the writer drains (it closes after the app).
   app.addHook('onClose', async () => throttle.close());
   registerHttpMetrics(app, deps.registry);
-  registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
+  registerSystemRoutes(app, { db: deps.db, registry: deps.registry, lifecycle: deps.lifecycle ?? { draining: false } });
   registerIdentityRoutes(app, {
     db: deps.db,
     onIdentityChange: (change: IdentityChange) => {

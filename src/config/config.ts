@@ -169,6 +169,12 @@ export interface Config {
   port: number;
   logLevel: string;
   store: { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string | 'memory' };
+  /**
+   * REINS_MIGRATE: `auto` applies pending migrations at start (under an advisory lock, so replicas starting
+   * together apply each once); `off` never does: a replica with migrations pending refuses to start, for teams
+   * whose migrations run as a Job (`reins migrate`) with a database role the replicas do not get.
+   */
+  migrations: 'auto' | 'off';
   bootstrapAdminToken?: string;
   deployment: 'self-hosted' | 'saas';
   providers: { openai?: ProviderSettings; anthropic?: ProviderSettings; bedrock?: ProviderSettings };
@@ -289,6 +295,8 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
   }
+  const migrations = env.REINS_MIGRATE || 'auto';
+  if (migrations !== 'auto' && migrations !== 'off') throw new ConfigError('REINS_MIGRATE', `must be auto or off, got "${migrations}"`);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -301,6 +309,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     store: databaseUrl
       ? { kind: 'postgres', url: databaseUrl }
       : { kind: 'pglite', dataDir: env.REINS_DATA_DIR || './.reins-data' },
+    migrations,
     ...(bootstrap ? { bootstrapAdminToken: bootstrap } : {}),
     deployment: f.deployment ?? 'self-hosted',
     providers: { ...f.providers },
