@@ -137,7 +137,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     let migrationsApplied: string[] = [];
     if (config.migrations === 'auto') migrationsApplied = await migrate(db);
     else if (!(await schemaCurrent(db))) {
-      throw new ConfigError('REINS_MIGRATE', 'is off and the store has migrations not applied: run `reins migrate` first (a Job before the rolling update)');
+      throw new Error('the store has migrations not applied and REINS_MIGRATE is off: run `reins migrate` first (the Job before a rolling update)');
     }
     if (config.bootstrapAdminToken) await bootstrapAdmin(db, config.bootstrapAdminToken);
     await seedBuiltInPolicies(db);
