@@ -222,10 +222,12 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       },
       close() {
         closing ??= (async () => {
-          // Readiness first, so the load balancer stops sending here; then the server (no new calls; in-flight calls
+          // Readiness first, so the load balancer stops sending here (still served for shutdown.delaySeconds); then the server (no new calls; in-flight calls
           // finish and queue their audit events; parked calls handed over), then the writer drains. The egress proxy
           // (last started) stops first, then the app, then what they both read.
           lifecycle.draining = true;
+          const delayMs = config.shutdown.delaySeconds * 1000;
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
           const [proxyStop] = config.egress ? stoppers.splice(-1) : [];
           await proxyStop?.();
           await closeServer(app, options.closeGraceMs ?? CLOSE_GRACE_MS, () => inFlight, () => held.waiting);

@@ -150,6 +150,16 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    shutdown: Type.Optional(
+      Type.Object(
+        {
+          // After SIGTERM, keep serving this long with /readyz answering 503 before the listener closes, for load
+          // balancers that learn from the readiness check (in Kubernetes the manifests' preStop does this).
+          delaySeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 120 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -201,6 +211,7 @@ export interface Config {
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
   };
   http: { bodyLimitBytes: number; trustProxy: boolean; failedAuthLimit: number; failedAuthWindowSeconds: number };
+  shutdown: { delaySeconds: number };
 }
 
 export class ConfigError extends Error {
@@ -349,6 +360,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       failedAuthLimit: f.http?.failedAuthLimit ?? 20,
       failedAuthWindowSeconds: f.http?.failedAuthWindowSeconds ?? 60,
     },
+    shutdown: { delaySeconds: f.shutdown?.delaySeconds ?? 0 },
   };
   return config;
 }
