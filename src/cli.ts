@@ -27,6 +27,8 @@ commands:
   identity list                                  list identities with their tiers
   token create <identity-id> [--name NAME]       mint a personal access token or agent key [--expires-at ISO-8601]
   tier set <agent-id> <T1|T2|T3|T4|"">           set an agent's autonomy tier ("" clears it: the agent resolves to T2)
+  migrate                                        apply the store's pending migrations and exit (a Kubernetes Job before
+                                                 a rolling update; replicas also apply them at start unless REINS_MIGRATE=off)
 
 options:
   --url URL, --token TOKEN   use a running server's API (also REINS_URL, REINS_TOKEN)
@@ -53,6 +55,19 @@ function httpApi(url: string, token: string): Api {
       return json;
     },
   };
+}
+
+/** `reins migrate`: the pending migrations applied (each once, under the advisory lock replicas take too), named. */
+async function migrateStore(): Promise<string> {
+  const config = loadConfig();
+  const [{ openStore }, { migrate }] = await Promise.all([import('./store/open.js'), import('./store/migrate.js')]);
+  const db = await openStore(config.store, undefined, { inProcess: true });
+  try {
+    const applied = await migrate(db);
+    return applied.length === 0 ? 'schema up to date: no migration to apply' : `applied ${applied.length} migrations: ${applied.join(', ')}`;
+  } finally {
+    await db.close();
+  }
 }
 
 async function withStore<T>(fn: (db: Db) => Promise<T>): Promise<T> {
@@ -95,6 +110,11 @@ export async function runCli(argv: string[]): Promise<void> {
   const token = values.token ?? process.env.REINS_TOKEN;
   const api = url && token ? httpApi(url, token) : null;
   const command = `${group} ${verb ?? ''}`.trim();
+  if (command === 'migrate') {
+    // The store itself, never a server's API: a Job runs it before the new version's replicas start.
+    print(await migrateStore());
+    return;
+  }
 
   switch (command) {
     case 'admin create': {

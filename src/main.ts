@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const replica = await startReplica(config);
   const log = replica.app.log;
   log.info(
-    { store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`, url: replica.url },
+    { store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`, url: replica.url, migrationsApplied: replica.migrationsApplied },
     'reins is listening',
   );
   const admins = await replica.db.query(`SELECT 1 FROM identities WHERE role = 'admin' LIMIT 1`);

@@ -65,6 +65,8 @@ export interface AppDeps {
   runtimeGuard: RuntimeGuard;
   /** The certificate and key read from `tls.certFile`/`tls.keyFile` (`loadTls`); absent: cleartext. */
   tls?: ListenerOptions['tls'];
+  /** The replica's shutdown state: /readyz answers 503 once `draining` (the replica's close sets it). */
+  lifecycle?: { readonly draining: boolean };
 }
 
 /** What the data plane reads on every call, owned (started and stopped) by the replica. */
@@ -219,7 +221,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   // The windows still open are summarised into the audit log before the writer drains (it closes after the app).
   app.addHook('onClose', async () => throttle.close());
   registerHttpMetrics(app, deps.registry);
-  registerSystemRoutes(app, { db: deps.db, registry: deps.registry });
+  registerSystemRoutes(app, { db: deps.db, registry: deps.registry, lifecycle: deps.lifecycle ?? { draining: false } });
   registerIdentityRoutes(app, {
     db: deps.db,
     onIdentityChange: (change: IdentityChange) => {

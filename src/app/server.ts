@@ -29,7 +29,7 @@ import { TierCache } from '../identity/tier-cache.js';
 import { PolicySet } from '../policy/policy-set.js';
 import { seedBuiltInPolicies } from '../policy/store.js';
 import type { Db } from '../store/db.js';
-import { migrate } from '../store/migrate.js';
+import { migrate, pendingMigrations } from '../store/migrate.js';
 import { openStore } from '../store/open.js';
 import { RuntimeGuard, type RuntimeGuardOptions } from '../runtime-guard/runtime-guard.js';
 
@@ -43,6 +43,14 @@ export interface Replica {
   runtimeGuard: RuntimeGuard;
   /** Base URL once listening. */
   url: string;
+  /** The migrations this replica applied at start (`001_foundation`, …); none when the schema was current. */
+  migrationsApplied: string[];
+  /** True from the start of `close()`: /readyz answers 503 so the replica leaves the load balancer first. */
+  readonly draining: boolean;
+  /**
+   * Graceful shutdown (SIGTERM): readiness false, no new connections, calls in flight finish (streams included),
+   * parked calls handed over to the shared store, the audit writer drained, then the store closed.
+   */
   close(): Promise<void>;
 }
 
@@ -68,17 +76,39 @@ export interface StartOptions {
  */
 export const CLOSE_GRACE_MS = 25_000;
 
-/** Fastify's close, which waits for every open connection, bounded by `graceMs`. */
-async function closeServer(app: FastifyInstance, graceMs: number): Promise<void> {
+/** How often a closing server looks whether only parked calls are left in flight. */
+const HAND_OVER_POLL_MS = 50;
+
+/**
+ * Fastify's close (no new connections; in-flight requests finish), bounded by `graceMs`. Parked calls wait for a
+ * person, who may take minutes: they are handed over instead of waited for. Once every request still in flight is
+ * a parked call, their connections are closed: their entries stay pending in the shared store (the registry's
+ * `stop` leaves them there), and the clients' retries reach another replica and attach to them.
+ */
+async function closeServer(app: FastifyInstance, graceMs: number, inFlight: () => number, parked: () => number): Promise<void> {
   const cut = setTimeout(() => {
     app.log.warn({ graceMs }, 'requests still in flight after the shutdown grace: closing their connections');
     app.server.closeAllConnections();
   }, graceMs);
+  const handOver = setInterval(() => {
+    const open = inFlight();
+    const waiting = parked();
+    if (open === 0 || open > waiting) return;
+    app.log.info({ parked: waiting }, 'only parked calls left in flight: handing them over (their entries stay pending for the clients\' retries)');
+    app.server.closeAllConnections();
+  }, HAND_OVER_POLL_MS);
   try {
     await app.close();
   } finally {
     clearTimeout(cut);
+    clearInterval(handOver);
   }
+}
+
+/** Whether every migration this version ships is applied (a fresh store has no schema_migrations table yet). */
+async function schemaCurrent(db: Db): Promise<boolean> {
+  const table = await db.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+  return table.rows[0]?.t != null && (await pendingMigrations(db)) === 0;
 }
 
 export function defaultLogger(level: string): FastifyServerOptions['logger'] {
@@ -108,7 +138,11 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
   let report = (err: Error): void => void early.push(err);
   const onError = (err: Error): void => report(err);
   try {
-    await migrate(db);
+    let migrationsApplied: string[] = [];
+    if (config.migrations === 'auto') migrationsApplied = await migrate(db);
+    else if (!(await schemaCurrent(db))) {
+      throw new Error('the store has migrations not applied and REINS_MIGRATE is off: run `reins migrate` first (the Job before a rolling update)');
+    }
     if (config.bootstrapAdminToken) await bootstrapAdmin(db, config.bootstrapAdminToken);
     await seedBuiltInPolicies(db);
 
@@ -150,7 +184,14 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     if (tracing) stoppers.push(() => tracing.shutdown());
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review, tracer: tracing?.tracer ?? null };
-    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls });
+    const lifecycle = { draining: false };
+    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls, lifecycle });
+    // Requests in flight on every plane (the gateway's bypass Fastify's routing), for the hand-over of parked calls.
+    let inFlight = 0;
+    app.server.on('request', (_req, res) => {
+      inFlight++;
+      res.once('close', () => inFlight--);
+    });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');
     for (const err of early.splice(0)) report(err);
@@ -174,6 +215,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       egressUrl = `http://${at.family === 'IPv6' ? `[${at.address}]` : at.address}:${at.port}`;
       stoppers.push(() => proxy.close());
     }
+    let closing: Promise<void> | null = null;
     return {
       app,
       egressUrl,
@@ -183,14 +225,25 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       runtimeGuard,
       // Fastify names the scheme from its own `https` option, which the listener (listener.ts) replaces.
       url: tls ? address.replace(/^http:/, 'https:') : address,
-      async close() {
-        // The server first (no new calls; in-flight calls finish and queue their audit events), then the writer drains.
-        // The egress proxy (last started) stops first, then the app, then what they both read.
-        const [proxyStop] = config.egress ? stoppers.splice(-1) : [];
-        await proxyStop?.();
-        await closeServer(app, options.closeGraceMs ?? CLOSE_GRACE_MS);
-        for (const stop of stoppers.reverse()) await stop();
-        if (ownsDb) await db.close();
+      migrationsApplied,
+      get draining() {
+        return lifecycle.draining;
+      },
+      close() {
+        closing ??= (async () => {
+          // Readiness first, so the load balancer stops sending here (still served for shutdown.delaySeconds); then the server (no new calls; in-flight calls
+          // finish and queue their audit events; parked calls handed over), then the writer drains. The egress proxy
+          // (last started) stops first, then the app, then what they both read.
+          lifecycle.draining = true;
+          const delayMs = config.shutdown.delaySeconds * 1000;
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          const [proxyStop] = config.egress ? stoppers.splice(-1) : [];
+          await proxyStop?.();
+          await closeServer(app, options.closeGraceMs ?? CLOSE_GRACE_MS, () => inFlight, () => held.waiting);
+          for (const stop of stoppers.reverse()) await stop();
+          if (ownsDb) await db.close();
+        })();
+        return closing;
       },
     };
   } catch (err) {

@@ -5,10 +5,12 @@ import { Type } from 'typebox';
 import { pendingMigrations } from '../store/migrate.js';
 import type { Db } from '../store/db.js';
 
-export function registerSystemRoutes(app: FastifyInstance, deps: { db: Db; registry: Registry }): void {
+export function registerSystemRoutes(app: FastifyInstance, deps: { db: Db; registry: Registry; lifecycle: { readonly draining: boolean } }): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    // Shutting down (SIGTERM): not ready, so the load balancer sends no new calls while those in flight finish.
+    if (deps.lifecycle.draining) return reply.status(503).send({ status: 'not ready', reason: 'shutting down' });
     try {
       await deps.db.ping();
       const pending = await pendingMigrations(deps.db);

@@ -160,6 +160,16 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    shutdown: Type.Optional(
+      Type.Object(
+        {
+          // After SIGTERM, keep serving this long with /readyz answering 503 before the listener closes, for load
+          // balancers that learn from the readiness check (in Kubernetes the manifests' preStop does this).
+          delaySeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 120 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -179,6 +189,12 @@ export interface Config {
   port: number;
   logLevel: string;
   store: { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string | 'memory' };
+  /**
+   * REINS_MIGRATE: `auto` applies pending migrations at start (under an advisory lock, so replicas starting
+   * together apply each once); `off` never does: a replica with migrations pending refuses to start, for teams
+   * whose migrations run as a Job (`reins migrate`) with a database role the replicas do not get.
+   */
+  migrations: 'auto' | 'off';
   bootstrapAdminToken?: string;
   deployment: 'self-hosted' | 'saas';
   providers: { openai?: ProviderSettings; anthropic?: ProviderSettings; bedrock?: ProviderSettings };
@@ -209,6 +225,7 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | null;
   /** OpenTelemetry span export (OTLP/HTTP, JSON) from the standard OTEL_* variables; null: no spans (tracingFromEnv). */
   tracing?: TracingConfig | null;
+  shutdown: { delaySeconds: number };
 }
 
 export interface TracingConfig {
@@ -344,6 +361,8 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
   }
+  const migrations = env.REINS_MIGRATE || 'auto';
+  if (migrations !== 'auto' && migrations !== 'off') throw new ConfigError('REINS_MIGRATE', `must be auto or off, got "${migrations}"`);
   const logLevel = env.LOG_LEVEL ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -356,6 +375,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     store: databaseUrl
       ? { kind: 'postgres', url: databaseUrl }
       : { kind: 'pglite', dataDir: env.REINS_DATA_DIR || './.reins-data' },
+    migrations,
     ...(bootstrap ? { bootstrapAdminToken: bootstrap } : {}),
     deployment: f.deployment ?? 'self-hosted',
     providers: { ...f.providers },
@@ -397,6 +417,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     },
     tls: f.tls ? { certFile: f.tls.certFile, keyFile: f.tls.keyFile } : null,
     tracing: tracingFromEnv(env),
+    shutdown: { delaySeconds: f.shutdown?.delaySeconds ?? 0 },
   };
   return config;
 }

@@ -8,8 +8,10 @@
  * entry's requester is the one developer whose calls it holds (and can never release them herself). A decision is one conditional update under the row
  * lock through the pure `decideHeldCall`, announced over NOTIFY; every replica wakes its own waiters. The window's
  * end is a timer on every replica with waiters, and the conditional update makes exactly one of them time the
- * entry out. Replicas with calls parked keep a heartbeat; entries of a replica whose heartbeat lapsed are
- * stopped by the others with a reason, so nothing stays stuck.
+ * entry out. Replicas with calls parked keep a heartbeat; an entry belongs to the replica that last parked a call
+ * for it (a retry takes it over, and a replica re-claims the entries its callers wait on whose owner stopped
+ * beating); entries of a replica whose heartbeat lapsed are stopped by the others with a reason, so nothing stays
+ * stuck. A replica shutting down hands its entries over instead of stopping them (`stop`).
  */
 import { randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit/audit.js';
@@ -141,14 +143,23 @@ export class HeldCallRegistry {
     await this.beat();
     this.heartbeat = setInterval(() => {
       void this.beat();
-      void this.resolveOrphans();
+      void this.claimWaitedEntries()
+        .catch((err: Error) => this.options.onError?.(err))
+        .then(() => this.resolveOrphans())
+        .catch((err: Error) => this.options.onError?.(err));
       // A notification lost without a resync still reaches the waiter within a beat.
       void this.recheckAll();
     }, this.heartbeatSeconds * 1000);
     this.heartbeat.unref();
   }
 
-  /** Graceful stop: this replica's waiting callers are told, and its pending entries stopped, at once. */
+  /**
+   * Graceful stop (a rolling update): the entries stay pending in the shared store, handed over rather than stopped.
+   * The server has already closed the parked calls' connections; their clients' retries reach another replica and
+   * attach to the same entry (which that replica takes over), and the decision answers them there. The heartbeat is
+   * stamped once more and then left to lapse: an entry nobody retried for is stopped by the other replicas after
+   * `lapseSeconds`, as for a replica that died.
+   */
   async stop(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
@@ -156,8 +167,7 @@ export class HeldCallRegistry {
     this.timers.clear();
     await this.unlisten?.();
     this.unlisten = null;
-    await this.stopEntriesOf(this.replicaId, 'the Reins replica holding this call shut down before anyone decided').catch((err: Error) => this.options.onError?.(err));
-    await this.db.query('DELETE FROM replica_heartbeats WHERE replica_id = $1', [this.replicaId]).catch(() => undefined);
+    await this.beat();
   }
 
   get waiting(): number {
@@ -176,7 +186,7 @@ export class HeldCallRegistry {
     const r = await this.db.query<Row>(
       `INSERT INTO held_calls (id, kind, state, requester, agent_id, session_id, tool, model, policy_name, policy_message, prompt_excerpt, dedupe_key, replica_id, expires_at)
        VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13))
-       ON CONFLICT (dedupe_key) WHERE state = 'pending' DO UPDATE SET attached_calls = held_calls.attached_calls + 1
+       ON CONFLICT (dedupe_key) WHERE state = 'pending' DO UPDATE SET attached_calls = held_calls.attached_calls + 1, replica_id = EXCLUDED.replica_id
          WHERE held_calls.requester IS NOT DISTINCT FROM EXCLUDED.requester
            AND held_calls.agent_id = EXCLUDED.agent_id
            AND held_calls.session_id IS NOT DISTINCT FROM EXCLUDED.session_id
@@ -276,6 +286,23 @@ export class HeldCallRegistry {
       .catch((err: Error) => this.options.onError?.(err));
   }
 
+  /**
+   * Takes over the pending entries this replica's callers wait on whose owner stopped beating (it shut down or
+   * died): an entry belongs to a live replica with a caller waiting on it, so orphan resolution stops only the
+   * entries nobody waits on any more.
+   */
+  private async claimWaitedEntries(): Promise<void> {
+    const ids = [...this.waiters.keys()];
+    for (let i = 0; i < ids.length; i += 1000) {
+      await this.db.query(
+        `UPDATE held_calls h SET replica_id = $1
+          WHERE h.id = ANY($2) AND h.state = 'pending' AND h.replica_id <> $1
+            AND NOT EXISTS (SELECT 1 FROM replica_heartbeats b WHERE b.replica_id = h.replica_id AND b.seen_at >= now() - make_interval(secs => $3))`,
+        [this.replicaId, ids.slice(i, i + 1000), this.heartbeatSeconds * 2],
+      );
+    }
+  }
+
   /** Stops the pending entries of replicas whose heartbeat lapsed (or that never had one), with a reason. */
   async resolveOrphans(): Promise<void> {
     const r = await this.db.query<{ replica_id: string }>(
@@ -286,6 +313,12 @@ export class HeldCallRegistry {
     for (const { replica_id } of r.rows) {
       await this.stopEntriesOf(replica_id, 'the Reins replica holding this call stopped before anyone decided').catch((err: Error) => this.options.onError?.(err));
     }
+    // A replica that shut down leaves its last heartbeat behind (its entries' hand-over window); forget it once lapsed twice over and owning nothing.
+    await this.db.query(
+      `DELETE FROM replica_heartbeats b WHERE b.seen_at < now() - make_interval(secs => $1)
+         AND NOT EXISTS (SELECT 1 FROM held_calls h WHERE h.replica_id = b.replica_id AND h.state = 'pending')`,
+      [this.lapseSeconds * 2],
+    );
   }
 
   private async stopEntriesOf(replicaId: string, note: string): Promise<void> {

@@ -81,7 +81,7 @@ interface ResourceDef {
 
 const RW_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-/** The RuntimePolicy CRD the fake serves on demand (deploy/runtime-policy-crd.yaml defines the real one). */
+/** The RuntimePolicy CRD the fake serves on demand (deploy/base/runtime-policy-crd.yaml defines the real one). */
 export const FAKE_RUNTIME_POLICY = { group: 'runtime.reins.dev', version: 'v1', plural: 'runtimepolicies', kind: 'RuntimePolicy' } as const;
 
 const RESOURCES: ResourceDef[] = [

@@ -120,7 +120,7 @@ export class CapabilityProbe {
       return { state: 'unavailable', reason: `the API server serves ${gv} but not ${RUNTIME_POLICY.plural}: the RuntimePolicy CRD is not installed` };
     } catch (err) {
       if (httpStatusOf(err) === 404) {
-        return { state: 'unavailable', reason: `the API server does not serve ${gv}: the RuntimePolicy CRD is not installed (deploy/runtime-policy-crd.yaml)` };
+        return { state: 'unavailable', reason: `the API server does not serve ${gv}: the RuntimePolicy CRD is not installed (deploy/base/runtime-policy-crd.yaml)` };
       }
       if (!this.stop$.signal.aborted) this.o.onError(new Error(`RuntimePolicy CRD discovery failed: ${describeKubeError(err)}`));
       return { state: 'unknown', reason: `API discovery failed: ${describeKubeError(err)}` };

@@ -1,5 +1,5 @@
 /**
- * The RuntimePolicy custom resource (deploy/runtime-policy-crd.yaml) and the four observation policies the
+ * The RuntimePolicy custom resource (deploy/base/runtime-policy-crd.yaml) and the four observation policies the
  * service keeps (spec "Observation item"): one monitor-mode policy per family except `other` (dns, network,
  * open, exec), covering every namespace except `kube-system` and `kube-public`. The network one matches
  * every destination and has no allow list, so in-cluster traffic is reported too. `open` and `exec` need

@@ -12,7 +12,7 @@ import {
   RUNTIME_POLICY,
 } from '../../../../src/runtime-guard/kube/runtime-policy.js';
 
-const deploy = (file: string): string => readFileSync(new URL(`../../../../deploy/${file}`, import.meta.url), 'utf8');
+const deploy = (file: string): string => readFileSync(new URL(`../../../../deploy/base/${file}`, import.meta.url), 'utf8');
 
 interface Schema {
   type?: string;
@@ -97,7 +97,7 @@ describe('the observation RuntimePolicies', () => {
   });
 });
 
-describe('deploy/runtime-policy-crd.yaml', () => {
+describe('deploy/base/runtime-policy-crd.yaml', () => {
   const crd = parse(deploy('runtime-policy-crd.yaml'));
 
   test('names the group, version, kind, plural and scope the code uses', () => {
@@ -125,7 +125,7 @@ describe('deploy/runtime-policy-crd.yaml', () => {
   });
 });
 
-describe('deploy/rbac.yaml', () => {
+describe('deploy/base/rbac.yaml', () => {
   test('grants exactly the permissions the start-up access review checks', () => {
     const docs = parseAllDocuments(deploy('rbac.yaml')).map((d) => d.toJS());
     const granted: string[] = [];
