@@ -18,7 +18,8 @@ import { ExpirySweeper } from '../approvals/expiry-sweeper.js';
 import { WebhookDispatcher } from '../approvals/webhook.js';
 import { HeldCallRegistry } from '../held-calls/registry.js';
 import { HumanReviewCache } from '../held-calls/settings.js';
-import { createPriceTable } from '../budgets/prices.js';
+import { createPriceTable, DEFAULT_PRICES } from '../budgets/prices.js';
+import { GEMINI_PRICES, upstreamPriceTables } from '../budgets/upstream-prices.js';
 import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
 import { createMetrics } from './metrics.js';
@@ -85,15 +86,28 @@ export function defaultLogger(level: string): FastifyServerOptions['logger'] {
 
 function priceTable(config: Config) {
   try {
-    return createPriceTable(config.prices);
+    return createPriceTable(config.prices, [...DEFAULT_PRICES, ...GEMINI_PRICES]);
   } catch (err) {
     throw new ConfigError('prices', (err as Error).message);
   }
 }
 
+/** Each upstream's own `prices`, checked at start like the global ones. */
+function upstreamPrices(config: Config) {
+  for (const [name, settings] of Object.entries(config.providers)) {
+    try {
+      upstreamPriceTables({ [name]: settings });
+    } catch (err) {
+      throw new ConfigError(`providers.${name}.prices`, (err as Error).message);
+    }
+  }
+  return upstreamPriceTables(config.providers);
+}
+
 export async function startReplica(config: Config, options: StartOptions = {}): Promise<Replica> {
   const logger = options.logger ?? defaultLogger(config.logLevel);
   const prices = priceTable(config);
+  const pricesByUpstream = upstreamPrices(config);
   const ownsDb = !options.db;
   const db = options.db ?? (await openStore(config.store));
   const listen = options.listen ?? true;
@@ -141,7 +155,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const runtimeGuard = await RuntimeGuard.start(config, db, { ...options.runtimeGuard, onError: (err, what) => onError(new Error(`${what}: ${err.message}`, { cause: err })) });
     stoppers.push(() => runtimeGuard.stop());
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review };
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, upstreamPrices: pricesByUpstream, grants: options.grants ?? new StoredGrantLookup(db), held, review };
     const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

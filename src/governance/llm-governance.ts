@@ -25,6 +25,7 @@ import type { ProviderName } from '../config/config.js';
 import { PROVIDERS } from '../planes/llm/providers/index.js';
 import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from '../planes/llm/types.js';
 import { costOf, type PriceTable } from '../budgets/prices.js';
+import { upstreamPrice } from '../budgets/upstream-prices.js';
 import { settleBudget } from '../budgets/budget-store.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { recordEnd } from './audit-record.js';
@@ -103,8 +104,15 @@ function requestBodyStep(ctx: Context): StepResult {
   return problem ? { reason: 'bad_request', message: problem } : undefined;
 }
 
-function llmSection(call: Call): { provider: string; route: string; model: string; stream: boolean; maxTokens: number } {
-  return { provider: call.provider, route: policyRoute(call.provider, call.route), model: call.model ?? '', stream: call.stream, maxTokens: call.maxTokens ?? 0 };
+function llmSection(call: Call): { provider: string; upstream: string; route: string; model: string; stream: boolean; maxTokens: number } {
+  return {
+    provider: call.provider,
+    upstream: call.upstream,
+    route: policyRoute(call.provider, call.route),
+    model: call.model ?? '',
+    stream: call.stream,
+    maxTokens: call.maxTokens ?? 0,
+  };
 }
 
 /** The LLM plane as the governance pipeline sees it. */
@@ -133,7 +141,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
         tool: null,
         model: call.model,
         promptExcerpt: promptExcerpt(promptText(call.body), 500, deps.ownSecrets),
-        identity: { kind: 'llm', route: `/llm/${call.provider}${call.route}`, model: call.model ?? '', body: call.body },
+        identity: { kind: 'llm', route: `/llm/${call.upstream}${call.route}`, model: call.model ?? '', body: call.body },
       }),
   },
   section: (ctx) => ({ llm: llmSection(ctx.call) }),
@@ -146,6 +154,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
       caller.developer?.role ?? '',
       caller.sessionId,
       call.provider,
+      call.upstream,
       policyRoute(call.provider, call.route),
       call.model ?? '',
       call.stream ? 1 : 0,
@@ -154,9 +163,16 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   action: () => 'llm.request',
   host: () => null,
   label: (call) => call.provider,
-  decisionFacts: (call) => ({ provider: call.provider, route: policyRoute(call.provider, call.route), model: call.model, stream: call.stream, maxTokens: call.maxTokens }),
+  decisionFacts: (call) => ({
+    provider: call.provider,
+    upstream: call.upstream,
+    route: policyRoute(call.provider, call.route),
+    model: call.model,
+    stream: call.stream,
+    maxTokens: call.maxTokens,
+  }),
   // What spend groups by.
-  endFacts: (call) => ({ provider: call.provider, model: call.model }),
+  endFacts: (call) => ({ provider: call.provider, upstream: call.upstream, model: call.model }),
 };
 
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
@@ -184,12 +200,16 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   completed(call: Call, result: CallResult): void {
     // A call completed without a decision (none expected) is still recorded, as decided by nothing.
     const ctx = this.contexts.get(call) ?? newCallContext(LLM_PLANE, call, call.caller);
+    // Azure: the deployment's model, as the answer names it, is what the call is priced (and its end recorded) as.
+    const answerModel = PROVIDERS[call.provider].priceByResponseModel && result.responseModel !== undefined ? result.responseModel : null;
+    if (answerModel !== null) ctx.price = upstreamPrice(this.deps, call.upstream, call.provider, answerModel) ?? ctx.price;
     const cost = ctx.price && result.usage ? costOf(ctx.price, result.usage) : null;
     if (ctx.reservations.length > 0) {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
     }
     recordEnd(ctx, this.pipeline, result, (data) => {
       // With the outcome, since that is where the cost is (or is not) counted: spend's unpricedRequests, settled budgets.
+      if (answerModel !== null) data.model = answerModel;
       if (call.metered && call.model !== null && ctx.price === null) data.unpriced = true;
       if (ctx.reservations.length > 0) data.budgetRules = ctx.reservations.map((r) => r.ruleId);
       data.usage = result.usage ?? null;

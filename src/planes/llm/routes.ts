@@ -1,5 +1,6 @@
 /**
- * The LLM gateway: `/llm/openai/v1/…`, `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`.
+ * The LLM gateway: `/llm/<name>/…` for every configured upstream, with its kind's paths (`/llm/openai/v1/…`,
+ * `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`, `/llm/vllm/v1/…`, `/llm/gemini/v1beta/models/…`).
  * Each call: the client's Reins secret -> caller, route and body -> LlmCall, decide -> refuse in the client's
  * protocol or forward, then report how it ended with the usage read on the way.
  *
@@ -16,28 +17,26 @@ import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBody } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
-import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
+import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
-import type { ProviderName } from '../../config/config.js';
+import { DEFAULT_KIND_NAMES, type ProviderKind, type ProviderSettings } from '../../config/config.js';
 import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
-import { meterFor, type UsageMeter } from './usage.js';
+import { estimatedUsage, meterFor, type UsageMeter } from './usage.js';
 
 export type * from './types.js';
 
 /** Large prompts (images, long contexts) exceed the control plane's limit; this is the gateway's. */
 export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 
-const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 // The gateway authenticates with the provider-key header itself, so the control plane's auth hook lets it pass.
 const GATEWAY_ACCESS: Access = 'gateway';
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
 
-const PROVIDER_TITLE: Record<ProviderName, string> = { openai: 'OpenAI', anthropic: 'Anthropic', bedrock: 'Amazon Bedrock runtime' };
-
 const GATEWAY_DESCRIPTION =
-  'Point the provider SDK at this base URL and use a Reins token as its API key (Authorization: Bearer, or x-api-key ' +
-  'on the Anthropic routes); Reins injects the provider credential. Optional headers with a personal access token: ' +
+  'Point the provider SDK at this base URL and use a Reins token as its API key (Authorization: Bearer, or the ' +
+  "header the provider's SDK uses: x-api-key for Anthropic, api-key for Azure OpenAI, x-goog-api-key or ?key= for " +
+  'Gemini); Reins injects the upstream credential. Optional headers with a personal access token: ' +
   'X-Reins-Session (the session id; default one per token and UTC day) and X-Reins-Agent (an agent identity id). ' +
   'Bodies and answers pass through byte for byte, streams unbuffered. Refusals (policy, model access, budget) answer ' +
   "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule. Past " +
@@ -60,9 +59,23 @@ export interface GatewayLog {
   error(obj: object, msg: string): void;
 }
 
-function providerOf(url: string): ProviderName | null {
-  const name = /^\/llm\/([^/?]+)/.exec(url)?.[1];
-  return PROVIDERS.find((p) => p === name) ?? null;
+/** An upstream as a request names it: its name, its kind, and its settings (absent: a default name not configured). */
+export interface Upstream {
+  name: string;
+  kind: ProviderKind;
+  settings: ProviderSettings | undefined;
+}
+
+/** The upstreams served: every configured name, and openai, anthropic and bedrock (503 until configured). */
+export function upstreamsOf(providers: LlmGatewayDeps['providers']): Map<string, Upstream> {
+  const out = new Map<string, Upstream>();
+  for (const name of DEFAULT_KIND_NAMES) out.set(name, { name, kind: name, settings: undefined });
+  for (const [name, settings] of Object.entries(providers)) out.set(name, { name, kind: settings.kind, settings });
+  return out;
+}
+
+function nameOf(url: string): string | undefined {
+  return /^\/llm\/([^/?]+)/.exec(url)?.[1];
 }
 
 function send(res: ServerResponse, a: GatewayAnswer): void {
@@ -75,7 +88,7 @@ function send(res: ServerResponse, a: GatewayAnswer): void {
 }
 
 /** Too many failed keys from this address: 429 in the provider's shape, with the seconds to wait. */
-function rateLimited(provider: ProviderName, retryAfterSeconds: number): GatewayAnswer {
+function rateLimited(provider: ProviderKind, retryAfterSeconds: number): GatewayAnswer {
   const answer = gatewayAnswer(provider, 'rate_limited', `too many failed authentications from your address; retry in ${retryAfterSeconds} s`);
   answer.headers['retry-after'] = String(retryAfterSeconds);
   return answer;
@@ -102,11 +115,21 @@ function pathOf(url: string): string {
 /** The data plane's request handler, on node:http objects. */
 export class LlmGateway<C = GatewayCaller> {
   private readonly upstreams = new Upstreams();
+  /** By name: every configured upstream, and the three default names. */
+  readonly served: ReadonlyMap<string, Upstream>;
 
   constructor(
     private readonly deps: LlmGatewayDeps<C>,
     private readonly log: GatewayLog,
-  ) {}
+  ) {
+    this.served = upstreamsOf(deps.providers);
+  }
+
+  /** The upstream a request's path names, or null. */
+  upstreamOf(url: string): Upstream | null {
+    const name = nameOf(url);
+    return name === undefined ? null : (this.served.get(name) ?? null);
+  }
 
   close(): Promise<void> {
     return this.upstreams.close();
@@ -116,19 +139,21 @@ export class LlmGateway<C = GatewayCaller> {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     const method = req.method ?? 'GET';
+    const upstream = this.upstreamOf(url);
+    if (!upstream) {
+      req.resume();
+      const names = [...this.served.keys()].map((n) => `/llm/${n}`).join(', ');
+      const body = JSON.stringify({ error: { code: 'not_found', message: `no LLM upstream at ${pathOf(url)}; use one of ${names}` } });
+      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    const provider = upstream.kind;
     // Claude Code probes this before its first call; it carries nothing to govern.
-    if (pathOf(url) === '/llm/anthropic/api/hello' && (method === 'GET' || method === 'HEAD')) {
+    if (provider === 'anthropic' && pathOf(url) === `/llm/${upstream.name}/api/hello` && (method === 'GET' || method === 'HEAD')) {
       req.resume();
       res.writeHead(200, { 'content-length': 0 });
       res.end();
-      return;
-    }
-    const provider = providerOf(url);
-    if (!provider) {
-      req.resume();
-      const body = JSON.stringify({ error: { code: 'not_found', message: `no LLM provider at ${pathOf(url)}; use /llm/openai, /llm/anthropic or /llm/bedrock` } });
-      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
       return;
     }
     if (!METHODS.has(method)) {
@@ -142,34 +167,35 @@ export class LlmGateway<C = GatewayCaller> {
         send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         return;
       }
-      this.serve(provider, req, res, body.length === 0 ? undefined : body);
+      this.serve(upstream, req, res, body.length === 0 ? undefined : body);
     });
   }
 
   /** Serves a call whose body was already read (the Fastify route). */
-  serve(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): void {
-    this.call(provider, req, res, rawBody).catch((err: unknown) => {
+  serve(upstream: Upstream, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): void {
+    this.call(upstream, req, res, rawBody).catch((err: unknown) => {
       this.log.error({ err }, 'gateway error');
-      send(res, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
+      send(res, gatewayAnswer(upstream.kind, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
     });
   }
 
-  private async call(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): Promise<void> {
+  private async call(upstream: Upstream, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): Promise<void> {
     const { deps } = this;
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const route = (req.url ?? '/').slice(`/llm/${provider}`.length);
+    const provider = upstream.kind;
+    const route = (req.url ?? '/').slice(`/llm/${upstream.name}`.length);
     const path = pathOf(route);
 
-    const secret = clientSecret(provider, req.headers);
+    const secret = clientSecret(provider, req.headers, route.length > path.length ? route.slice(path.length + 1) : '');
     if (!secret) {
-      const header = DESCRIPTIONS[provider].apiKeyHeader;
-      const where = header ? `${header}: <token> or Authorization: Bearer <token>` : 'Authorization: Bearer <token>';
+      const { apiKeyHeader: header, apiKeyQuery } = DESCRIPTIONS[provider];
+      const where = (header ? `${header}: <token> or ` : '') + 'Authorization: Bearer <token>' + (apiKeyQuery ? ` or ?${apiKeyQuery}=<token>` : '');
       return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
     }
     const wait = deps.failedAuth?.retryAfter(req) ?? null;
     if (wait !== null) return send(res, rateLimited(provider, wait));
-    const caller = await deps.hooks.authenticate({ secret, provider, headers: req.headers });
+    const caller = await deps.hooks.authenticate({ secret, provider, upstream: upstream.name, headers: req.headers });
     if (caller === null) {
       deps.failedAuth?.failed(req, 'llm', 'unknown, revoked or expired token');
       return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
@@ -179,9 +205,9 @@ export class LlmGateway<C = GatewayCaller> {
     if (!endpoint) {
       return send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${path}; it serves ${describeRoutes(provider)}`));
     }
-    const settings = deps.providers[provider];
+    const settings = upstream.settings;
     if (!settings) {
-      return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${provider}: set providers.${provider} (baseUrl, apiKey) in the config file`));
+      return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${upstream.name}: set providers.${upstream.name} (baseUrl, apiKey) in the config file`));
     }
 
     const parsed = parseJson(rawBody, req.headers['content-type']);
@@ -189,6 +215,7 @@ export class LlmGateway<C = GatewayCaller> {
     const call: LlmCall<C> = {
       caller,
       provider,
+      upstream: upstream.name,
       route,
       body,
       bodyBytes: rawBody?.length ?? 0,
@@ -245,12 +272,12 @@ export class LlmGateway<C = GatewayCaller> {
       cancel.emit('abort');
     });
 
-    let upstream;
+    let answer;
     try {
-      upstream = await this.upstreams.pool(settings.baseUrl).request({
+      answer = await this.upstreams.pool(settings.baseUrl).request({
         method: method as 'GET' | 'POST' | 'DELETE',
-        path: route,
-        headers: upstreamHeaders(req.headers, providerCredential(provider, settings)),
+        path: upstreamRoute(provider, route),
+        headers: upstreamHeaders(req.headers, providerCredential(settings)),
         body: rawBody,
         signal: cancel,
       });
@@ -259,17 +286,17 @@ export class LlmGateway<C = GatewayCaller> {
         complete({ status: 499, end: 'client_aborted' });
         return;
       }
-      this.log.warn({ err, provider }, 'upstream unreachable');
+      this.log.warn({ err, upstream: upstream.name }, 'upstream unreachable');
       const origin = new URL(settings.baseUrl).origin;
-      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
+      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${(err as Error).message}`);
       complete({ status: failed.status, end: 'upstream_unreachable' });
       return held ? sseError(res, provider, failed.body) : send(res, failed);
     }
 
-    const status = upstream.statusCode;
-    const answerBody = upstream.body;
+    const status = answer.statusCode;
+    const answerBody = answer.body;
     // The meter sees each chunk on its way to the client; it never holds the stream back.
-    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(upstream.headers) : NO_METER;
+    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(answer.headers) : NO_METER;
     let upstreamFailed = false;
     answerBody.once('error', () => {
       if (!cancelled) upstreamFailed = true;
@@ -277,9 +304,14 @@ export class LlmGateway<C = GatewayCaller> {
     });
     res.once('close', () => {
       if (!res.writableFinished) answerBody.destroy();
-      const usage = meter.finish();
+      let usage = meter.finish();
+      const seen = meter.seen?.();
+      // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
+      if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[provider].estimateUsage) usage = estimatedUsage(body, seen?.textChars ?? 0);
       const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
-      complete(usage ? { status, end, usage } : { status, end });
+      const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
+      if (seen?.model !== undefined) result.responseModel = seen.model;
+      complete(result);
     });
     if (held && (status < 200 || status >= 300)) {
       // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
@@ -288,7 +320,7 @@ export class LlmGateway<C = GatewayCaller> {
       answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8')));
       return;
     }
-    if (!held) res.writeHead(status, downstreamHeaders(upstream.headers));
+    if (!held) res.writeHead(status, downstreamHeaders(answer.headers));
     if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
     answerBody.pipe(res);
   }
@@ -313,7 +345,7 @@ function startKeepAlive(res: ServerResponse, ping: string, intervalMs: number): 
 }
 
 /** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
-function sseError(res: ServerResponse, provider: ProviderName, body: string): void {
+function sseError(res: ServerResponse, provider: ProviderKind, body: string): void {
   if (res.destroyed) return;
   res.end(DESCRIPTIONS[provider].sse.error(body));
 }
@@ -341,7 +373,7 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
       });
       const reply = (r: FastifyReply, a: GatewayAnswer) => r.status(a.status).headers(a.headers).send(a.body);
       scope.setErrorHandler((err: FastifyError, request: FastifyRequest, r: FastifyReply) => {
-        const provider = providerOf(request.url) ?? 'openai';
+        const provider = gateway.upstreamOf(request.url)?.kind ?? 'openai';
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
           return reply(r, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         }
@@ -354,27 +386,29 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
         r.hijack();
         gateway.handle(request.raw, r.raw);
       });
-      scope.route({
-        method: ['GET', 'HEAD'],
-        url: '/anthropic/api/hello',
-        config: { access: GATEWAY_ACCESS },
-        schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
-        handler: async (_request, reply) => reply.status(200).send(),
-      });
-      for (const provider of PROVIDERS) {
+      for (const upstream of gateway.served.values()) {
+        if (upstream.kind === 'anthropic') {
+          scope.route({
+            method: ['GET', 'HEAD'],
+            url: `/${upstream.name}/api/hello`,
+            config: { access: GATEWAY_ACCESS },
+            schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
+            handler: async (_request, reply) => reply.status(200).send(),
+          });
+        }
         scope.route({
           method: ['GET', 'POST', 'DELETE'],
-          url: `/${provider}/*`,
+          url: `/${upstream.name}/*`,
           config: { access: GATEWAY_ACCESS },
           schema: {
             tags: ['gateway'],
-            summary: `${PROVIDER_TITLE[provider]} API through Reins: ${describeRoutes(provider)}`,
+            summary: `${DESCRIPTIONS[upstream.kind].title} API through Reins (upstream ${upstream.name}): ${describeRoutes(upstream.kind)}`,
             description: GATEWAY_DESCRIPTION,
             security: [{ bearer: [] }],
           },
           handler: (request, reply) => {
             reply.hijack();
-            gateway.serve(provider, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
+            gateway.serve(upstream, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
           },
         });
       }

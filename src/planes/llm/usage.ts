@@ -11,9 +11,32 @@ export interface UsageMeter {
   push(chunk: Buffer): void;
   /** The usage read, or undefined when the answer carried none. */
   finish(): TokenUsage | undefined;
+  /** After finish: the model the answer named (`model`, Gemini's `modelVersion`), and the characters of generated text seen. */
+  seen?(): { model?: string; textChars: number };
 }
 
 type Counts = { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+
+/** What an answer says besides usage: the model it names and how much text it generated (for an estimate). */
+interface Seen {
+  model?: string;
+  textChars: number;
+}
+
+/** The model an answer or event names, and the length of the text it generates (OpenAI choices, Gemini candidates). */
+function seenIn(event: unknown, into: Seen): void {
+  if (!isObject(event)) return;
+  const model = typeof event.model === 'string' ? event.model : typeof event.modelVersion === 'string' ? event.modelVersion : undefined;
+  if (model) into.model = model;
+  if (Array.isArray(event.choices)) {
+    for (const c of event.choices) {
+      if (!isObject(c)) continue;
+      const message = isObject(c.message) ? c.message : isObject(c.delta) ? c.delta : {};
+      if (typeof message.content === 'string') into.textChars += message.content.length;
+      if (typeof c.text === 'string') into.textChars += c.text.length;
+    }
+  }
+}
 type Json = Record<string, unknown>;
 
 const JSON_CAP = 8 * 1024 * 1024;
@@ -71,6 +94,19 @@ export function usageOfEvent(event: unknown): Counts {
     found = fromUsageObject(event.response.usage);
   } else if (isObject(event.usage)) {
     found = fromUsageObject(event.usage);
+  } else if (isObject(event.usageMetadata)) {
+    // Gemini: promptTokenCount includes the cached tokens; thoughts are output, billed as such.
+    const u = event.usageMetadata;
+    const prompt = count(u.promptTokenCount);
+    const cached = count(u.cachedContentTokenCount);
+    const toolPrompt = count(u.toolUsePromptTokenCount) ?? 0;
+    const candidates = count(u.candidatesTokenCount);
+    const thoughts = count(u.thoughtsTokenCount) ?? 0;
+    found = {
+      inputTokens: prompt === undefined ? undefined : Math.max(0, prompt - (cached ?? 0)) + toolPrompt,
+      outputTokens: candidates === undefined && thoughts === 0 ? undefined : (candidates ?? 0) + thoughts,
+    };
+    if (cached !== undefined) found.cacheReadTokens = cached;
   } else if (count(event.prompt_token_count) !== undefined || count(event.generation_token_count) !== undefined) {
     // Meta Llama's native body on Bedrock.
     found = { inputTokens: count(event.prompt_token_count), outputTokens: count(event.generation_token_count) };
@@ -141,6 +177,11 @@ class JsonMeter implements UsageMeter {
   private chunks: Buffer[] = [];
   private size = 0;
   private truncated = false;
+  private readonly found: Seen = { textChars: 0 };
+
+  seen(): Seen {
+    return this.found;
+  }
 
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
@@ -157,7 +198,15 @@ class JsonMeter implements UsageMeter {
     const text = Buffer.concat(this.chunks).toString('utf8');
     if (this.truncated) return complete(usageInTail(text));
     try {
-      return complete(usageOfEvent(JSON.parse(text)));
+      const parsed = JSON.parse(text) as unknown;
+      // Gemini's streamGenerateContent without alt=sse answers one JSON array of the stream's chunks.
+      const events = Array.isArray(parsed) ? parsed : [parsed];
+      let usage: Counts = {};
+      for (const event of events) {
+        usage = merge(usage, usageOfEvent(event));
+        seenIn(event, this.found);
+      }
+      return complete(usage);
     } catch {
       return undefined;
     }
@@ -170,6 +219,11 @@ class SseMeter implements UsageMeter {
   private pending = '';
   private data: string[] = [];
   private usage: Counts = {};
+  private readonly found: Seen = { textChars: 0 };
+
+  seen(): Seen {
+    return this.found;
+  }
 
   push(chunk: Buffer): void {
     this.pending += this.decoder.write(chunk);
@@ -200,7 +254,9 @@ class SseMeter implements UsageMeter {
     this.data = [];
     if (data === '' || data === '[DONE]') return;
     try {
-      this.usage = merge(this.usage, usageOfEvent(JSON.parse(data)));
+      const event = JSON.parse(data) as unknown;
+      this.usage = merge(this.usage, usageOfEvent(event));
+      seenIn(event, this.found);
     } catch {
       // not JSON: nothing to meter
     }
@@ -279,7 +335,36 @@ export function meterFor(headers: Record<string, string | string[] | undefined>)
   return {
     push: (chunk) => meter.push(chunk),
     finish: () => complete(merge(meter.finish() ?? {}, headerUsage)),
+    seen: () => meter.seen?.() ?? { textChars: 0 },
   };
+}
+
+/** Characters per token when a server sends no usage: the usual rule of thumb for English text and code. */
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * The usage of a call whose server sent none, counted by the gateway (marked estimated): the request's text
+ * (messages, prompt, input) and the answer's generated text, at CHARS_PER_TOKEN characters a token.
+ */
+export function estimatedUsage(requestBody: unknown, answerTextChars: number): TokenUsage {
+  return { inputTokens: Math.ceil(requestTextChars(requestBody) / CHARS_PER_TOKEN), outputTokens: Math.ceil(answerTextChars / CHARS_PER_TOKEN), estimated: true };
+}
+
+function requestTextChars(body: unknown): number {
+  if (!isObject(body)) return 0;
+  let chars = 0;
+  const add = (v: unknown): void => {
+    if (typeof v === 'string') chars += v.length;
+    else if (Array.isArray(v)) v.forEach(add);
+    else if (isObject(v)) {
+      if (typeof v.text === 'string') chars += v.text.length;
+      if (v.content !== undefined) add(v.content);
+    }
+  };
+  add(body.messages);
+  add(body.prompt);
+  add(body.input);
+  return chars;
 }
 
 function numberHeader(v: string | string[] | undefined): number | undefined {
