@@ -9,6 +9,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { closable } from './closable.js';
+import { verifySigV4, type AwsKeys } from './sigv4-verify.js';
 
 export interface UpstreamHit {
   method: string;
@@ -277,6 +278,8 @@ function gemini(res: ServerResponse, method: string, url: string, path: string):
 export interface FakeOptions {
   /** Every answer waits this long first, so tests can have many calls in flight at once. */
   delayMs?: number;
+  /** Bedrock requests must be SigV4-signed with these keys (as AWS checks them); else 403 InvalidSignatureException. */
+  sigv4?: { keys: AwsKeys; region: string };
 }
 
 export async function startFakeProviders(options: FakeOptions = {}): Promise<FakeProviders> {
@@ -297,7 +300,11 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
         body = {};
       }
       const path = url.split('?')[0] ?? url;
-      if (path.startsWith('/model/')) return bedrock(res, path, body);
+      if (path.startsWith('/model/')) {
+        const bad = options.sigv4 ? verifySigV4(req.method ?? 'GET', url, req.headers, raw, options.sigv4.keys, options.sigv4.region) : null;
+        if (bad !== null) return json(res, 403, { message: `${bad} (fake)` }, { 'x-amzn-errortype': 'InvalidSignatureException' });
+        return bedrock(res, path, body);
+      }
       if (path.startsWith('/openai/')) return azure(res, req.method ?? 'GET', path, body);
       if (path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:/.test(path)) return gemini(res, req.method ?? 'GET', url, path);
       // Anthropic requests carry anthropic-version; OpenAI's do not.

@@ -23,6 +23,7 @@ import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refu
 import { DEFAULT_KIND_NAMES, type ProviderKind, type ProviderSettings } from '../../config/config.js';
 import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
 import { estimatedUsage, meterFor, type UsageMeter } from './usage.js';
+import { BedrockSigning } from './sigv4.js';
 
 export type * from './types.js';
 
@@ -115,6 +116,7 @@ function pathOf(url: string): string {
 /** The data plane's request handler, on node:http objects. */
 export class LlmGateway<C = GatewayCaller> {
   private readonly upstreams = new Upstreams();
+  private readonly signing = new BedrockSigning();
   /** By name: every configured upstream, and the three default names. */
   readonly served: ReadonlyMap<string, Upstream>;
 
@@ -272,12 +274,29 @@ export class LlmGateway<C = GatewayCaller> {
       cancel.emit('abort');
     });
 
+    const upstreamPath = upstreamRoute(provider, route);
+    let headers = upstreamHeaders(req.headers, providerCredential(settings));
+    if (provider === 'bedrock' && !settings.apiKey) {
+      // No Bedrock API key: SigV4 with IAM credentials from the AWS credential chain.
+      try {
+        headers = await this.signing.sign(bedrockRegion(settings), settings.baseUrl, method, upstreamPath, headers, rawBody);
+      } catch (err) {
+        this.log.warn({ err, upstream: upstream.name }, 'SigV4 signing failed');
+        const failed = gatewayAnswer(
+          provider,
+          'provider_not_configured',
+          `Reins could not sign this request for ${upstream.name}: ${(err as Error).message} (set providers.${upstream.name}.apiKey, or give Reins AWS credentials)`,
+        );
+        complete({ status: failed.status, end: 'upstream_unreachable' });
+        return held ? sseError(res, provider, failed.body) : send(res, failed);
+      }
+    }
     let answer;
     try {
       answer = await this.upstreams.pool(settings.baseUrl).request({
         method: method as 'GET' | 'POST' | 'DELETE',
-        path: upstreamRoute(provider, route),
-        headers: upstreamHeaders(req.headers, providerCredential(settings)),
+        path: upstreamPath,
+        headers,
         body: rawBody,
         signal: cancel,
       });
@@ -415,6 +434,11 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
     },
     { prefix: '/llm' },
   );
+}
+
+/** The region a Bedrock upstream signs for: `region`, else the one in `bedrock-runtime.<region>.amazonaws.com`. */
+function bedrockRegion(settings: ProviderSettings): string {
+  return settings.region ?? /bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com/.exec(settings.baseUrl)?.[1] ?? 'us-east-1';
 }
 
 /** Whether a request belongs to the data plane's fast path. */
