@@ -75,6 +75,8 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     assert.equal(event.data.provider, 'openai-compatible');
     assert.equal(event.data.upstream, 'vllm');
     assert.deepEqual(event.data.usage, FAKE_USAGE.openaiChat);
+    // The upstream's own prices (providers.vllm.prices).
+    assert.ok(Math.abs(event.data.costUsd - (11 * 0.1 + 7 * 0.2) / 1e6) < 1e-12, String(event.data.costUsd));
     const models = await vllm.models.list();
     assert.equal(models.data[0]?.id, 'gpt-fake');
     await assert.rejects(vllm.responses.create({ model: 'x', input: 'hi' }), OpenAI.NotFoundError);
@@ -153,6 +155,8 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     assert.equal(plain.data.route, 'generateContent');
     assert.equal(plain.data.model, 'gemini-2.5-flash');
     assert.deepEqual(plain.data.usage, FAKE_USAGE.gemini);
+    // gemini-2.5-flash list price: $0.30 in / $2.50 out per million tokens.
+    assert.ok(Math.abs(plain.data.costUsd - (14 * 0.3 + 6 * 2.5) / 1e6) < 1e-12, String(plain.data.costUsd));
 
     let text = '';
     for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi', config: { maxOutputTokens: 38 } })) text += chunk.text ?? '';
@@ -197,7 +201,7 @@ function startGatewayWorldWith(s: Parameters<typeof startGatewayWorld>[0], secon
   return startGatewayWorld(s, {}, { providers: (origin) => ({
     ...providersAt(origin),
     'openai-eu': { kind: 'openai', baseUrl: secondOrigin, apiKey: OTHER_KEY },
-    vllm: { kind: 'openai-compatible', baseUrl: origin },
+    vllm: { kind: 'openai-compatible', baseUrl: origin, prices: { 'meta-llama/*': { inputPerMTok: 0.1, outputPerMTok: 0.2 } } },
     'azure-eu': { kind: 'azure-openai', baseUrl: origin, apiKey: PROVIDER_KEY },
     gemini: { kind: 'gemini', baseUrl: origin, apiKey: PROVIDER_KEY },
   }) });
