@@ -76,6 +76,8 @@ export interface GatewayRuntime {
   credentials: CredentialCache;
   audit: AuditWriter;
   prices: PriceTable;
+  /** Each upstream's own `prices` (budgets/upstream-prices.ts), by name. */
+  upstreamPrices?: ReadonlyMap<string, PriceTable>;
   grants: GrantLookup;
   held: HeldCallRegistry;
   review: HumanReviewCache;
@@ -137,7 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       providers: deps.config.providers,
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
       failedAuth,
-      hooks: new LlmGovernance({ ...governed, db: deps.db, rules: gw.rules, prices: gw.prices, ownSecrets: ownSecrets(deps.config) }),
+      hooks: new LlmGovernance({ ...governed, db: deps.db, rules: gw.rules, prices: gw.prices, upstreamPrices: gw.upstreamPrices, ownSecrets: ownSecrets(deps.config) }),
     },
     log,
   );

@@ -18,7 +18,8 @@ import { ExpirySweeper } from '../approvals/expiry-sweeper.js';
 import { WebhookDispatcher } from '../approvals/webhook.js';
 import { HeldCallRegistry } from '../held-calls/registry.js';
 import { HumanReviewCache } from '../held-calls/settings.js';
-import { createPriceTable } from '../budgets/prices.js';
+import { createPriceTable, DEFAULT_PRICES } from '../budgets/prices.js';
+import { GEMINI_PRICES, upstreamPriceTables } from '../budgets/upstream-prices.js';
 import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
 import { createMetrics } from './metrics.js';
@@ -117,10 +118,22 @@ export function defaultLogger(level: string): FastifyServerOptions['logger'] {
 
 function priceTable(config: Config) {
   try {
-    return createPriceTable(config.prices);
+    return createPriceTable(config.prices, [...DEFAULT_PRICES, ...GEMINI_PRICES]);
   } catch (err) {
     throw new ConfigError('prices', (err as Error).message);
   }
+}
+
+/** Each upstream's own `prices`, checked at start like the global ones. */
+function upstreamPrices(config: Config) {
+  for (const [name, settings] of Object.entries(config.providers)) {
+    try {
+      upstreamPriceTables({ [name]: settings });
+    } catch (err) {
+      throw new ConfigError(`providers.${name}.prices`, (err as Error).message);
+    }
+  }
+  return upstreamPriceTables(config.providers);
 }
 
 export async function startReplica(config: Config, options: StartOptions = {}): Promise<Replica> {
@@ -128,6 +141,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
   const prices = priceTable(config);
   // Read before anything starts: a bad file stops start-up with a message naming the key.
   const tls = loadTls(config.tls);
+  const pricesByUpstream = upstreamPrices(config);
   const ownsDb = !options.db;
   const db = options.db ?? (await openStore(config.store));
   const listen = options.listen ?? true;
@@ -183,7 +197,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const tracing = startTracing(config.tracing);
     if (tracing) stoppers.push(() => tracing.shutdown());
 
-    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, grants: options.grants ?? new StoredGrantLookup(db), held, review, tracer: tracing?.tracer ?? null };
+    const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, upstreamPrices: pricesByUpstream, grants: options.grants ?? new StoredGrantLookup(db), held, review, tracer: tracing?.tracer ?? null };
     const lifecycle = { draining: false };
     const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls, lifecycle });
     // Requests in flight on every plane (the gateway's bypass Fastify's routing), for the hand-over of parked calls.

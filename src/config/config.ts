@@ -9,11 +9,36 @@ import { Value } from 'typebox/value';
 import { DEFAULT_DENIED_NETWORKS, parseNetwork } from '../shared/networks.js';
 
 const Origin = Type.String({ pattern: '^https?://[^/?#\\s]+/?$', description: 'an origin such as https://api.openai.com' });
+/** The wire protocols Reins governs; a `providers` entry names one in `kind` (default: its name, for the first three). */
+export const PROVIDER_KINDS = ['openai', 'anthropic', 'bedrock', 'openai-compatible', 'azure-openai', 'gemini'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+/** The names whose kind may be left out: the three upstreams every configuration before `kind` had. */
+export const DEFAULT_KIND_NAMES: readonly ProviderKind[] = ['openai', 'anthropic', 'bedrock'];
+/** An upstream's name, as it appears in `/llm/<name>`: lowercase, like an MCP server's. */
+export const UPSTREAM_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
+
+/** USD per million tokens by model glob; the shape of `prices` and of an upstream's own `prices`. */
+const Prices = Type.Record(
+    Type.String({ minLength: 1, maxLength: 200 }),
+    Type.Object(
+      {
+        inputPerMTok: Type.Number({ minimum: 0 }),
+        outputPerMTok: Type.Number({ minimum: 0 }),
+        cacheReadPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+        cacheWritePerMTok: Type.Optional(Type.Number({ minimum: 0 })),
+      },
+      { additionalProperties: false },
+    ),
+  );
+
 const ProviderConfig = Type.Object(
   {
+    kind: Type.Optional(Type.Union(PROVIDER_KINDS.map((k) => Type.Literal(k)))),
     baseUrl: Origin,
     apiKey: Type.Optional(Type.String()),
     region: Type.Optional(Type.String({ minLength: 1 })),
+    // This upstream's prices, over the global `prices` and the list prices (a self-hosted model, a contracted rate).
+    prices: Type.Optional(Prices),
   },
   { additionalProperties: false },
 );
@@ -21,16 +46,8 @@ const ProviderConfig = Type.Object(
 const FileConfig = Type.Object(
   {
     deployment: Type.Optional(Type.Union([Type.Literal('self-hosted'), Type.Literal('saas')])),
-    providers: Type.Optional(
-      Type.Object(
-        {
-          openai: Type.Optional(ProviderConfig),
-          anthropic: Type.Optional(ProviderConfig),
-          bedrock: Type.Optional(ProviderConfig),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    // A map from an upstream's name (served at /llm/<name>) to its kind, origin and credential.
+    providers: Type.Optional(Type.Record(Type.String(), ProviderConfig)),
     mcpServers: Type.Optional(
       Type.Array(
         Type.Object(
@@ -88,20 +105,7 @@ const FileConfig = Type.Object(
       ),
     ),
     // USD per million tokens by model glob ("gpt-4o*") or provider-qualified glob ("bedrock:*"); over the defaults.
-    prices: Type.Optional(
-      Type.Record(
-        Type.String({ minLength: 1, maxLength: 200 }),
-        Type.Object(
-          {
-            inputPerMTok: Type.Number({ minimum: 0 }),
-            outputPerMTok: Type.Number({ minimum: 0 }),
-            cacheReadPerMTok: Type.Optional(Type.Number({ minimum: 0 })),
-            cacheWritePerMTok: Type.Optional(Type.Number({ minimum: 0 })),
-          },
-          { additionalProperties: false },
-        ),
-      ),
-    ),
+    prices: Type.Optional(Prices),
     gateway: Type.Optional(
       Type.Object(
         {
@@ -175,13 +179,20 @@ const FileConfig = Type.Object(
 );
 export type FileConfig = Static<typeof FileConfig>;
 
-/** The LLM providers Reins forwards to (`/llm/<provider>`), and the keys of `providers` in the configuration. */
-export type ProviderName = 'openai' | 'anthropic' | 'bedrock';
+/**
+ * A provider kind, where code keys prices and protocol descriptions by it (`budgets/prices.ts`'s "bedrock:<glob>").
+ * The name an upstream is configured and served under is a plain string (`Config['providers']`' keys).
+ */
+export type ProviderName = ProviderKind;
 
 export interface ProviderSettings {
+  /** The wire protocol (`kind` in the file; defaults to the name for openai, anthropic and bedrock). */
+  kind: ProviderKind;
   baseUrl: string;
   apiKey?: string;
   region?: string;
+  /** USD per million tokens by model glob, for calls through this upstream only. */
+  prices?: Config['prices'];
 }
 
 export interface Config {
@@ -197,7 +208,8 @@ export interface Config {
   migrations: 'auto' | 'off';
   bootstrapAdminToken?: string;
   deployment: 'self-hosted' | 'saas';
-  providers: { openai?: ProviderSettings; anthropic?: ProviderSettings; bedrock?: ProviderSettings };
+  /** Upstreams by name (`/llm/<name>`). */
+  providers: Record<string, ProviderSettings>;
   mcpServers: { name: string; url: string; headers: Record<string, string> }[];
   egress: { port: number; deniedNetworks: string[] } | null;
   runtimeGuard: {
@@ -378,7 +390,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     migrations,
     ...(bootstrap ? { bootstrapAdminToken: bootstrap } : {}),
     deployment: f.deployment ?? 'self-hosted',
-    providers: { ...f.providers },
+    providers: upstreams(f.providers ?? {}),
     mcpServers: (f.mcpServers ?? []).map((s) => ({ name: s.name, url: s.url, headers: s.headers ?? {} })),
     egress: f.egress ? { port: f.egress.port, deniedNetworks: f.egress.deniedNetworks ?? [...DEFAULT_DENIED_NETWORKS] } : null,
     runtimeGuard: {
@@ -420,6 +432,22 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     shutdown: { delaySeconds: f.shutdown?.delaySeconds ?? 0 },
   };
   return config;
+}
+
+/** Each entry with its kind: written, or the name's own for openai, anthropic and bedrock; else a ConfigError naming the field. */
+function upstreams(entries: NonNullable<FileConfig['providers']>): Record<string, ProviderSettings> {
+  const out: Record<string, ProviderSettings> = {};
+  for (const [name, entry] of Object.entries(entries)) {
+    if (!new RegExp(UPSTREAM_NAME).test(name)) {
+      throw new ConfigError(`providers.${name}`, 'an upstream name is lowercase letters, digits and dashes (it is the path segment of /llm/<name>)');
+    }
+    const kind = entry.kind ?? DEFAULT_KIND_NAMES.find((k) => k === name);
+    if (kind === undefined) {
+      throw new ConfigError(`providers.${name}.kind`, `is required for an upstream not named openai, anthropic or bedrock (one of ${PROVIDER_KINDS.join(', ')})`);
+    }
+    out[name] = { ...entry, kind };
+  }
+  return out;
 }
 
 /** A URL's password, as written and decoded (`p%40ss` and `p@ss`); none when it has none or is no URL. */

@@ -25,6 +25,7 @@ import type { ProviderName } from '../config/config.js';
 import { PROVIDERS } from '../planes/llm/providers/index.js';
 import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from '../planes/llm/types.js';
 import { costOf, globMatches, type PriceTable } from '../budgets/prices.js';
+import { upstreamPrice } from '../budgets/upstream-prices.js';
 import { settleBudget } from '../budgets/budget-store.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { recordEnd } from './audit-record.js';
@@ -110,10 +111,11 @@ function modelAccessGranted(ctx: Context): boolean {
   return model !== null && globs.length > 0 && globs.some((glob) => globMatches(glob, model));
 }
 
-function llmSection(ctx: Context): { provider: string; route: string; model: string; stream: boolean; maxTokens: number; modelAccessGranted: boolean } {
+function llmSection(ctx: Context): { provider: string; upstream: string; route: string; model: string; stream: boolean; maxTokens: number; modelAccessGranted: boolean } {
   const call = ctx.call;
   return {
     provider: call.provider,
+    upstream: call.upstream,
     route: policyRoute(call.provider, call.route),
     model: call.model ?? '',
     stream: call.stream,
@@ -148,7 +150,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
         tool: null,
         model: call.model,
         promptExcerpt: promptExcerpt(promptText(call.body), 500, deps.ownSecrets),
-        identity: { kind: 'llm', route: `/llm/${call.provider}${call.route}`, model: call.model ?? '', body: call.body },
+        identity: { kind: 'llm', route: `/llm/${call.upstream}${call.route}`, model: call.model ?? '', body: call.body },
       }),
   },
   section: (ctx) => ({ llm: llmSection(ctx) }),
@@ -161,6 +163,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
       ctx.caller.developer?.role ?? '',
       ctx.caller.sessionId,
       ctx.call.provider,
+      ctx.call.upstream,
       policyRoute(ctx.call.provider, ctx.call.route),
       ctx.call.model ?? '',
       ctx.call.stream ? 1 : 0,
@@ -170,9 +173,16 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   action: () => 'llm.request',
   host: () => null,
   label: (call) => call.provider,
-  decisionFacts: (call) => ({ provider: call.provider, route: policyRoute(call.provider, call.route), model: call.model, stream: call.stream, maxTokens: call.maxTokens }),
+  decisionFacts: (call) => ({
+    provider: call.provider,
+    upstream: call.upstream,
+    route: policyRoute(call.provider, call.route),
+    model: call.model,
+    stream: call.stream,
+    maxTokens: call.maxTokens,
+  }),
   // What spend groups by.
-  endFacts: (call) => ({ provider: call.provider, model: call.model }),
+  endFacts: (call) => ({ provider: call.provider, upstream: call.upstream, model: call.model }),
 };
 
 const ALLOW: GatewayDecision = Object.freeze({ outcome: 'allow' });
@@ -204,6 +214,15 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   completed(call: Call, result: CallResult): void {
     // A call completed without a decision (none expected) is still recorded, as decided by nothing.
     const ctx = this.contexts.get(call) ?? newCallContext(LLM_PLANE, call, call.caller);
+    // Azure: the deployment's model, as the answer names it, is what the call is priced (and its end recorded) as.
+    const answerModel = PROVIDERS[call.provider].priceByResponseModel && result.responseModel !== undefined ? result.responseModel : null;
+    // The model the answer names (Azure: the deployment's model) prices the call when the list knows it.
+    let pricedAs = ctx.fallbackPricedAs;
+    const answerPrice = answerModel !== null ? upstreamPrice(this.deps, call.upstream, call.provider, answerModel) : null;
+    if (answerPrice !== null) {
+      ctx.price = answerPrice;
+      pricedAs = null;
+    }
     const cost = ctx.price && result.usage ? costOf(ctx.price, result.usage) : null;
     if (ctx.reservations.length > 0) {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
@@ -211,8 +230,9 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     recordEnd(ctx, this.pipeline, result, (data) => {
       // With the outcome, since that is where the cost is counted: spend's estimatedRequests, settled budgets. A model
       // no price names is costed with the fallback: the cost is an estimate, and says what it was priced as.
-      if (cost !== null) data.costEstimated = ctx.fallbackPricedAs !== null;
-      if (ctx.fallbackPricedAs !== null) data.pricedAs = ctx.fallbackPricedAs;
+      if (answerModel !== null) data.model = answerModel;
+      if (cost !== null) data.costEstimated = pricedAs !== null;
+      if (pricedAs !== null) data.pricedAs = pricedAs;
       if (ctx.reservations.length > 0) data.budgetRules = ctx.reservations.map((r) => r.ruleId);
       data.usage = result.usage ?? null;
       data.costUsd = cost;

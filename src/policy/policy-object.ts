@@ -48,8 +48,10 @@ export interface RequestSection {
 }
 
 export interface LlmSection {
-  /** The configured provider name, e.g. `openai`, `anthropic`, `bedrock`. */
+  /** The upstream's kind (its protocol): `openai`, `openai-compatible`, `anthropic`, `bedrock`, `azure-openai`, `gemini`. */
   provider: string;
+  /** The upstream's configured name (`/llm/<name>`), e.g. `openai`, `vllm`, `azure-eu`. */
+  upstream: string;
   /** The provider API route after the version prefix, e.g. `chat/completions`, `messages`, `converse`. */
   route: string;
   /** The model id as the client sent it. */
@@ -186,6 +188,8 @@ export function createPolicyObject(input: PolicyObjectInput): PolicyObject {
     request: { type },
     llm: {
       provider: llm.provider ?? '',
+      // A dry run or policy test that names only the kind: the upstream of the default name is that kind's.
+      upstream: llm.upstream ?? llm.provider ?? '',
       route: llm.route ?? '',
       model: llm.model ?? '',
       stream: llm.stream ?? false,
@@ -231,7 +235,7 @@ export const POLICY_OBJECT_SHAPE: PolicyObjectShape = {
   developer: { id: 'string', namespace: 'string', name: 'string', role: 'string' },
   session: { id: 'string' },
   request: { type: 'string' },
-  llm: { provider: 'string', route: 'string', model: 'string', stream: 'bool', maxTokens: 'int', modelAccessGranted: 'bool' },
+  llm: { provider: 'string', upstream: 'string', route: 'string', model: 'string', stream: 'bool', maxTokens: 'int', modelAccessGranted: 'bool' },
   mcp: {
     server: 'string',
     tool: 'string',

@@ -15,7 +15,7 @@
  */
 import type { FindingKind, SuppressReason } from './types.js';
 
-export const CATALOGUE_VERSION = '2026-11.1';
+export const CATALOGUE_VERSION = '2026-11.2';
 
 export type CatalogueCategory = 'ai-provider' | 'package-registry' | 'control-plane';
 
@@ -48,7 +48,10 @@ const AI_PROVIDERS: ReadonlyArray<readonly [string, string]> = [
   ['bedrock-runtime-fips.*.amazonaws.com', 'Amazon Bedrock'],
   ['bedrock.*.amazonaws.com', 'Amazon Bedrock'],
   ['bedrock-agent-runtime.*.amazonaws.com', 'Amazon Bedrock'],
+  // Every Azure OpenAI resource is <resource>.openai.azure.com (Azure Government: .us, Azure in China: .cn).
   ['openai.azure.com', 'Azure OpenAI'],
+  ['openai.azure.us', 'Azure OpenAI'],
+  ['openai.azure.cn', 'Azure OpenAI'],
   ['cognitiveservices.azure.com', 'Azure AI services'],
   ['services.ai.azure.com', 'Azure AI Foundry'],
   ['models.ai.azure.com', 'Azure AI Foundry'],

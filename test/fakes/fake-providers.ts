@@ -1,12 +1,15 @@
 /**
- * A local fake of OpenAI, Anthropic and Bedrock runtime speaking each real wire format (JSON, SSE, AWS
- * event-stream), on 127.0.0.1 and a random port. It records every request it gets, so tests can check what
- * the gateway forwarded. Models named `rate-limited` and `bad-request` answer the provider's 429 and 400.
+ * A local fake of OpenAI, Anthropic, Bedrock runtime, Azure OpenAI (`/openai/…`) and Gemini (`/v1beta/models/…`)
+ * speaking each real wire format (JSON, SSE, AWS event-stream), on 127.0.0.1 and a random port. It records every
+ * request it gets, so tests can check what the gateway forwarded. Models named `rate-limited` and `bad-request`
+ * answer the provider's 429 and 400; `no-usage` answers an OpenAI chat without usage (as many OpenAI-compatible
+ * servers do).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { closable } from './closable.js';
+import { verifySigV4, type AwsKeys } from './sigv4-verify.js';
 
 export interface UpstreamHit {
   method: string;
@@ -31,7 +34,11 @@ export const FAKE_USAGE = {
   anthropic: { inputTokens: 21, outputTokens: 9 },
   bedrockInvoke: { inputTokens: 31, outputTokens: 12 },
   bedrockConverse: { inputTokens: 17, outputTokens: 4 },
+  gemini: { inputTokens: 14, outputTokens: 6 },
 } as const;
+
+/** The model every Azure deployment of the fake runs, as its answers name it. */
+export const AZURE_DEPLOYMENT_MODEL = 'gpt-4o-mini-2024-07-18';
 
 const codec = new EventStreamCodec(
   (bytes) => Buffer.from(bytes).toString('utf8'),
@@ -85,7 +92,7 @@ function sse(res: ServerResponse, events: readonly { event?: string; data: unkno
   res.end();
 }
 
-function openai(res: ServerResponse, method: string, path: string, body: Record<string, unknown>): void {
+function openai(res: ServerResponse, method: string, path: string, body: Record<string, unknown>, answerModel?: string): void {
   if (body.model === 'rate-limited') {
     return json(res, 429, { error: { message: 'Rate limit reached for requests (fake)', type: 'requests', param: null, code: 'rate_limit_exceeded' } });
   }
@@ -100,13 +107,14 @@ function openai(res: ServerResponse, method: string, path: string, body: Record<
   }
   const created = 1_700_000_000;
   const { inputTokens, outputTokens } = FAKE_USAGE.openaiChat;
-  const usage = { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+  const usage = body.model === 'no-usage' ? undefined : { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+  const model = answerModel ?? body.model;
   if (method === 'GET' && path === '/v1/models') {
     return json(res, 200, { object: 'list', data: [{ id: 'gpt-fake', object: 'model', created, owned_by: 'fake' }] });
   }
   if (path === '/v1/chat/completions' && body.stream === true) {
-    const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created, model: body.model };
-    const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+    const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created, model };
+    const includeUsage = usage !== undefined && (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
     return sse(res, [
       { data: { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null } },
       { data: { ...base, choices: [{ index: 0, delta: { content: 'Hello' }, finish_reason: null }], usage: null } },
@@ -121,7 +129,7 @@ function openai(res: ServerResponse, method: string, path: string, body: Record<
       id: 'chatcmpl-fake',
       object: 'chat.completion',
       created,
-      model: body.model,
+      model,
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello world', refusal: null }, finish_reason: 'stop', logprobs: null }],
       usage,
     });
@@ -140,7 +148,7 @@ function openai(res: ServerResponse, method: string, path: string, body: Record<
   }
   if (path === '/v1/embeddings') {
     const e = FAKE_USAGE.openaiEmbeddings;
-    return json(res, 200, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model: body.model, usage: { prompt_tokens: e.inputTokens, total_tokens: e.inputTokens } });
+    return json(res, 200, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model, usage: { prompt_tokens: e.inputTokens, total_tokens: e.inputTokens } });
   }
   json(res, 404, { error: { message: `fake has no ${path}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
 }
@@ -227,9 +235,51 @@ function bedrock(res: ServerResponse, path: string, body: Record<string, unknown
   }
 }
 
+/** Azure OpenAI: a deployment's operations (the answer names the deployment's model) and the v1 paths. */
+function azure(res: ServerResponse, method: string, path: string, body: Record<string, unknown>): void {
+  const deployment = /^\/openai\/deployments\/[^/]+(\/.+)$/.exec(path);
+  if (deployment) return openai(res, method, `/v1${deployment[1]}`, body, body.model === 'no-usage' ? undefined : AZURE_DEPLOYMENT_MODEL);
+  if (path.startsWith('/openai/v1/')) return openai(res, method, path.slice('/openai'.length), body);
+  json(res, 404, { error: { code: '404', message: 'Resource not found' } });
+}
+
+function geminiAnswer(model: string, text: string, usage: { inputTokens: number; outputTokens: number }): Record<string, unknown> {
+  return {
+    candidates: [{ content: { parts: [{ text }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: usage.inputTokens, candidatesTokenCount: usage.outputTokens, totalTokenCount: usage.inputTokens + usage.outputTokens },
+    modelVersion: model,
+    responseId: 'resp-gemini-fake',
+  };
+}
+
+/** Gemini: generateContent, streamGenerateContent (SSE with ?alt=sse, else one JSON array), countTokens, models. */
+function gemini(res: ServerResponse, method: string, url: string, path: string): void {
+  const m = /^\/(v1beta|v1)\/models\/([^/:]+):([A-Za-z]+)$/.exec(path);
+  if (!m) {
+    if (method === 'GET') return json(res, 200, { models: [{ name: 'models/gemini-fake', displayName: 'Gemini fake' }] });
+    return json(res, 404, { error: { code: 404, message: `fake has no ${path}`, status: 'NOT_FOUND' } });
+  }
+  const [, , model, action] = m as unknown as [string, string, string, string];
+  if (model === 'rate-limited') return json(res, 429, { error: { code: 429, message: 'Resource has been exhausted (fake)', status: 'RESOURCE_EXHAUSTED' } });
+  const u = FAKE_USAGE.gemini;
+  if (action === 'countTokens') return json(res, 200, { totalTokens: 42 });
+  if (action === 'generateContent') return json(res, 200, geminiAnswer(model, 'Hello from Gemini', u));
+  if (action === 'streamGenerateContent') {
+    const chunks = [
+      geminiAnswer(model, 'Hello ', { inputTokens: u.inputTokens, outputTokens: 2 }),
+      geminiAnswer(model, 'from Gemini', u),
+    ];
+    if (!/[?&]alt=sse(&|$)/.test(url)) return json(res, 200, chunks);
+    return sse(res, chunks.map((data) => ({ data })));
+  }
+  json(res, 400, { error: { code: 400, message: `fake has no method ${action}`, status: 'INVALID_ARGUMENT' } });
+}
+
 export interface FakeOptions {
   /** Every answer waits this long first, so tests can have many calls in flight at once. */
   delayMs?: number;
+  /** Bedrock requests must be SigV4-signed with these keys (as AWS checks them); else 403 InvalidSignatureException. */
+  sigv4?: { keys: AwsKeys; region: string };
 }
 
 export async function startFakeProviders(options: FakeOptions = {}): Promise<FakeProviders> {
@@ -250,7 +300,13 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
         body = {};
       }
       const path = url.split('?')[0] ?? url;
-      if (path.startsWith('/model/')) return bedrock(res, path, body);
+      if (path.startsWith('/model/')) {
+        const bad = options.sigv4 ? verifySigV4(req.method ?? 'GET', url, req.headers, raw, options.sigv4.keys, options.sigv4.region) : null;
+        if (bad !== null) return json(res, 403, { message: `${bad} (fake)` }, { 'x-amzn-errortype': 'InvalidSignatureException' });
+        return bedrock(res, path, body);
+      }
+      if (path.startsWith('/openai/')) return azure(res, req.method ?? 'GET', path, body);
+      if (path.startsWith('/v1beta/') || /^\/v1\/models\/[^/]+:/.test(path)) return gemini(res, req.method ?? 'GET', url, path);
       // Anthropic requests carry anthropic-version; OpenAI's do not.
       if (req.headers['anthropic-version'] !== undefined) return anthropic(res, path, body);
       return openai(res, req.method ?? 'GET', path, body);

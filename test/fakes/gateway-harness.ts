@@ -3,6 +3,7 @@
  * refuses the model "forbidden-model", and a record of every completed call. Upstreams are the fake providers.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from '../../src/config/config.js';
 import type { AddressInfo } from 'node:net';
 import { refusalMessage } from '../../src/governance/policy-refusal.js';
 import { LlmGateway, registerLlmGateway } from '../../src/planes/llm/routes.js';
@@ -25,14 +26,16 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startGateway(options: { withoutProviders?: boolean; upstreamOrigin?: string } = {}): Promise<Harness> {
+export async function startGateway(options: { withoutProviders?: boolean; upstreamOrigin?: string; more?: Config['providers'] } = {}): Promise<Harness> {
   const fake = await startFakeProviders();
   const decided: LlmCall[] = [];
   const completed: { call: LlmCall; result: CallResult }[] = [];
   const app = Fastify({ logger: false });
   const settings = { baseUrl: options.upstreamOrigin ?? fake.origin, apiKey: PROVIDER_KEY };
   const gateway = new LlmGateway({
-    providers: options.withoutProviders ? {} : { openai: settings, anthropic: settings, bedrock: { ...settings, region: 'us-east-1' } },
+    providers: options.withoutProviders
+      ? {}
+      : { openai: { kind: 'openai', ...settings }, anthropic: { kind: 'anthropic', ...settings }, bedrock: { kind: 'bedrock', ...settings, region: 'us-east-1' }, ...options.more },
     hooks: {
       authenticate: async ({ secret }): Promise<GatewayCaller | null> => (secret === CLIENT_TOKEN ? { tokenId: 'tok_test', identityId: 'agent-test' } : null),
       decide: async (call): Promise<GatewayDecision> => {

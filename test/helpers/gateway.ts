@@ -14,7 +14,7 @@ export const PROVIDER_KEY = 'sk-provider-key-held-by-reins';
 
 export function providersAt(origin: string): Config['providers'] {
   const settings = { baseUrl: origin, apiKey: PROVIDER_KEY };
-  return { openai: settings, anthropic: settings, bedrock: { ...settings, region: 'us-east-1' } };
+  return { openai: { kind: 'openai', ...settings }, anthropic: { kind: 'anthropic', ...settings }, bedrock: { kind: 'bedrock', ...settings, region: 'us-east-1' } };
 }
 
 export interface GatewayWorld {
@@ -27,12 +27,12 @@ export interface GatewayWorld {
 export async function startGatewayWorld(
   store: TestStore,
   overrides: Partial<Config> = {},
-  options: { fake?: FakeOptions; listen?: boolean; grants?: GrantLookup } = {},
+  options: { fake?: FakeOptions; listen?: boolean; grants?: GrantLookup; providers?: (fakeOrigin: string) => Config['providers'] } = {},
 ): Promise<GatewayWorld> {
   const fake = await startFakeProviders(options.fake);
   let replica: Replica;
   try {
-    replica = await startTestReplica(store, { providers: providersAt(fake.origin), ...overrides }, {
+    replica = await startTestReplica(store, { providers: (options.providers ?? providersAt)(fake.origin), ...overrides }, {
       ...(options.listen === undefined ? {} : { listen: options.listen }),
       ...(options.grants ? { grants: options.grants } : {}),
     });

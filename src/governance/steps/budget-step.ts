@@ -1,6 +1,7 @@
 import { enforcedRules, periodKey } from '../../budgets/budget-rules.js';
 import { reserveBudget } from '../../budgets/budget-store.js';
-import { estimateCost, fallbackPrice, priceOf, type PriceTable } from '../../budgets/prices.js';
+import { estimateCost, fallbackPrice, type PriceTable } from '../../budgets/prices.js';
+import { upstreamPrice } from '../../budgets/upstream-prices.js';
 import type { LlmCall } from '../../planes/llm/types.js';
 import type { Db } from '../../store/db.js';
 import { callTime, type CallContext, type CallRefusal, type StepEnv, type StepResult } from '../call-context.js';
@@ -10,6 +11,8 @@ import type { ModelAccessDeps } from './model-access-step.js';
 export interface BudgetDeps extends ModelAccessDeps {
   db: Db;
   prices: PriceTable;
+  /** Each upstream's own `prices`, by name (over `prices`). */
+  upstreamPrices?: ReadonlyMap<string, PriceTable>;
 }
 
 /**
@@ -21,7 +24,7 @@ export function budgetStep<D extends BudgetDeps>(ctx: CallContext<LlmCall<Govern
   const call = ctx.call;
   if (!call.metered || call.model === null) return undefined;
   const caller = ctx.caller;
-  const listed = priceOf(env.deps.prices, call.provider, call.model);
+  const listed = upstreamPrice(env.deps, call.upstream, call.provider, call.model);
   if (listed !== null) ctx.price = listed;
   else {
     // A model no price names (a new release, an in-house id) is never refused for that: it is costed with the

@@ -10,10 +10,10 @@ import { HOP_BY_HOP_HEADERS } from '../../shared/hop-by-hop.js';
 const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length']);
 
 /**
- * Request headers never forwarded: the client's credential (a Reins secret) and anything that would
+ * Request headers never forwarded: the client's credential (a Reins secret, in whichever header its SDK uses) and anything that would
  * sign or identify the caller to the provider as someone else; Reins' own headers; cookies for Reins' origin.
  */
-const NEVER_UPSTREAM = new Set(['authorization', 'x-api-key', 'cookie', 'x-amz-security-token', 'x-amz-date', 'x-amz-content-sha256', 'accept-encoding', 'expect']);
+const NEVER_UPSTREAM = new Set(['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'cookie', 'x-amz-security-token', 'x-amz-date', 'x-amz-content-sha256', 'accept-encoding', 'expect']);
 
 /** Response headers never passed back: cookies are for the provider's origin, not Reins'. */
 const NEVER_DOWNSTREAM = new Set(['set-cookie', 'alt-svc', 'strict-transport-security']);

@@ -2,7 +2,7 @@
  * Answers the gateway gives itself (refusals, missing credentials, unknown routes, an unreachable upstream),
  * in the client's own protocol so its SDK raises its usual error class and the tool shows the message.
  */
-import type { ProviderName } from '../../config/config.js';
+import type { ProviderKind } from '../../config/config.js';
 import { PROVIDERS, type GatewayAnswer, type GatewayErrorKind } from './providers/index.js';
 
 export type { GatewayAnswer, GatewayErrorKind } from './providers/index.js';
@@ -44,13 +44,13 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   internal_error: true,
 };
 
-export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, message: string, status = statusFor(provider, kind)): GatewayAnswer {
+export function gatewayAnswer(provider: ProviderKind, kind: GatewayErrorKind, message: string, status = statusFor(provider, kind)): GatewayAnswer {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (!RETRYABLE[kind]) headers['x-should-retry'] = 'false';
-  const body = PROVIDERS[provider].errorBody(kind, message, headers);
+  const body = PROVIDERS[provider].errorBody(kind, message, headers, status);
   return { status, headers, body };
 }
 
-function statusFor(provider: ProviderName, kind: GatewayErrorKind): number {
+function statusFor(provider: ProviderKind, kind: GatewayErrorKind): number {
   return PROVIDERS[provider].statusFor?.(kind) ?? STATUS[kind];
 }

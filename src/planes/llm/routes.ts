@@ -1,5 +1,6 @@
 /**
- * The LLM gateway: `/llm/openai/v1/…`, `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`.
+ * The LLM gateway: `/llm/<name>/…` for every configured upstream, with its kind's paths (`/llm/openai/v1/…`,
+ * `/llm/anthropic/v1/…`, `/llm/bedrock/model/{modelId}/…`, `/llm/vllm/v1/…`, `/llm/gemini/v1beta/models/…`).
  * Each call: the client's Reins secret -> caller, route and body -> LlmCall, decide -> refuse in the client's
  * protocol or forward, then report how it ended with the usage read on the way.
  *
@@ -16,12 +17,13 @@ import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBody } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
-import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential } from './providers.js';
+import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
-import type { ProviderName } from '../../config/config.js';
+import { DEFAULT_KIND_NAMES, type ProviderKind, type ProviderSettings } from '../../config/config.js';
 import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
-import { meterFor, type UsageMeter } from './usage.js';
+import { estimatedUsage, meterFor, type UsageMeter } from './usage.js';
+import { BedrockSigning } from './sigv4.js';
 import { DOCUMENTED_ROUTES, fastifyPath } from './documented-routes.js';
 import { Type } from 'typebox';
 
@@ -31,21 +33,21 @@ const PARAM_DESCRIPTION: Record<string, string> = {
   modelId: 'A Bedrock model id or inference profile (`anthropic.claude-sonnet-4-5-20250929-v1:0`, `us.amazon.nova-pro-v1:0`), or its ARN percent-encoded',
   model: 'A model id',
   responseId: 'A stored response id',
+  deployment: 'An Azure OpenAI deployment name',
+  modelAction: 'A Gemini model and method: `gemini-2.5-pro:generateContent`, `:streamGenerateContent` (with `?alt=sse`), `:countTokens`',
 };
 
 /** Large prompts (images, long contexts) exceed the control plane's limit; this is the gateway's. */
 export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 
-const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 // The gateway authenticates with the provider-key header itself, so the control plane's auth hook lets it pass.
 const GATEWAY_ACCESS: Access = 'gateway';
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
 
-const PROVIDER_TITLE: Record<ProviderName, string> = { openai: 'OpenAI', anthropic: 'Anthropic', bedrock: 'Amazon Bedrock runtime' };
-
 const GATEWAY_DESCRIPTION =
-  'Point the provider SDK at this base URL and use a Reins token as its API key (Authorization: Bearer, or x-api-key ' +
-  'on the Anthropic routes); Reins injects the provider credential. Optional headers with a personal access token: ' +
+  'Point the provider SDK at this base URL and use a Reins token as its API key (Authorization: Bearer, or the ' +
+  "header the provider's SDK uses: x-api-key for Anthropic, api-key for Azure OpenAI, x-goog-api-key or ?key= for " +
+  'Gemini); Reins injects the upstream credential. Optional headers with a personal access token: ' +
   'X-Reins-Session (the session id; default one per token and UTC day) and X-Reins-Agent (an agent identity id). ' +
   'Bodies and answers pass through byte for byte, streams unbuffered. Refusals (policy, model access, budget) answer ' +
   "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule. Past " +
@@ -68,9 +70,23 @@ export interface GatewayLog {
   error(obj: object, msg: string): void;
 }
 
-function providerOf(url: string): ProviderName | null {
-  const name = /^\/llm\/([^/?]+)/.exec(url)?.[1];
-  return PROVIDERS.find((p) => p === name) ?? null;
+/** An upstream as a request names it: its name, its kind, and its settings (absent: a default name not configured). */
+export interface Upstream {
+  name: string;
+  kind: ProviderKind;
+  settings: ProviderSettings | undefined;
+}
+
+/** The upstreams served: every configured name, and openai, anthropic and bedrock (503 until configured). */
+export function upstreamsOf(providers: LlmGatewayDeps['providers']): Map<string, Upstream> {
+  const out = new Map<string, Upstream>();
+  for (const name of DEFAULT_KIND_NAMES) out.set(name, { name, kind: name, settings: undefined });
+  for (const [name, settings] of Object.entries(providers)) out.set(name, { name, kind: settings.kind, settings });
+  return out;
+}
+
+function nameOf(url: string): string | undefined {
+  return /^\/llm\/([^/?]+)/.exec(url)?.[1];
 }
 
 function send(res: ServerResponse, a: GatewayAnswer): void {
@@ -83,7 +99,7 @@ function send(res: ServerResponse, a: GatewayAnswer): void {
 }
 
 /** Too many failed keys from this address: 429 in the provider's shape, with the seconds to wait. */
-function rateLimited(provider: ProviderName, retryAfterSeconds: number): GatewayAnswer {
+function rateLimited(provider: ProviderKind, retryAfterSeconds: number): GatewayAnswer {
   const answer = gatewayAnswer(provider, 'rate_limited', `too many failed authentications from your address; retry in ${retryAfterSeconds} s`);
   answer.headers['retry-after'] = String(retryAfterSeconds);
   return answer;
@@ -110,11 +126,22 @@ function pathOf(url: string): string {
 /** The data plane's request handler, on node:http objects. */
 export class LlmGateway<C = GatewayCaller> {
   private readonly upstreams = new Upstreams();
+  private readonly signing = new BedrockSigning();
+  /** By name: every configured upstream, and the three default names. */
+  readonly served: ReadonlyMap<string, Upstream>;
 
   constructor(
     private readonly deps: LlmGatewayDeps<C>,
     private readonly log: GatewayLog,
-  ) {}
+  ) {
+    this.served = upstreamsOf(deps.providers);
+  }
+
+  /** The upstream a request's path names, or null. */
+  upstreamOf(url: string): Upstream | null {
+    const name = nameOf(url);
+    return name === undefined ? null : (this.served.get(name) ?? null);
+  }
 
   close(): Promise<void> {
     return this.upstreams.close();
@@ -124,19 +151,21 @@ export class LlmGateway<C = GatewayCaller> {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     const method = req.method ?? 'GET';
+    const upstream = this.upstreamOf(url);
+    if (!upstream) {
+      req.resume();
+      const names = [...this.served.keys()].map((n) => `/llm/${n}`).join(', ');
+      const body = JSON.stringify({ error: { code: 'not_found', message: `no LLM upstream at ${pathOf(url)}; use one of ${names}` } });
+      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    const provider = upstream.kind;
     // Claude Code probes this before its first call; it carries nothing to govern.
-    if (pathOf(url) === '/llm/anthropic/api/hello' && (method === 'GET' || method === 'HEAD')) {
+    if (provider === 'anthropic' && pathOf(url) === `/llm/${upstream.name}/api/hello` && (method === 'GET' || method === 'HEAD')) {
       req.resume();
       res.writeHead(200, { 'content-length': 0 });
       res.end();
-      return;
-    }
-    const provider = providerOf(url);
-    if (!provider) {
-      req.resume();
-      const body = JSON.stringify({ error: { code: 'not_found', message: `no LLM provider at ${pathOf(url)}; use /llm/openai, /llm/anthropic or /llm/bedrock` } });
-      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
       return;
     }
     if (!METHODS.has(method)) {
@@ -150,34 +179,35 @@ export class LlmGateway<C = GatewayCaller> {
         send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         return;
       }
-      this.serve(provider, req, res, body.length === 0 ? undefined : body);
+      this.serve(upstream, req, res, body.length === 0 ? undefined : body);
     });
   }
 
   /** Serves a call whose body was already read (the Fastify route). */
-  serve(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): void {
-    this.call(provider, req, res, rawBody).catch((err: unknown) => {
+  serve(upstream: Upstream, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): void {
+    this.call(upstream, req, res, rawBody).catch((err: unknown) => {
       this.log.error({ err }, 'gateway error');
-      send(res, gatewayAnswer(provider, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
+      send(res, gatewayAnswer(upstream.kind, 'internal_error', 'the Reins gateway failed on this request; it has been logged'));
     });
   }
 
-  private async call(provider: ProviderName, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): Promise<void> {
+  private async call(upstream: Upstream, req: IncomingMessage, res: ServerResponse, rawBody: Buffer | undefined): Promise<void> {
     const { deps } = this;
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const route = (req.url ?? '/').slice(`/llm/${provider}`.length);
+    const provider = upstream.kind;
+    const route = (req.url ?? '/').slice(`/llm/${upstream.name}`.length);
     const path = pathOf(route);
 
-    const secret = clientSecret(provider, req.headers);
+    const secret = clientSecret(provider, req.headers, route.length > path.length ? route.slice(path.length + 1) : '');
     if (!secret) {
-      const header = DESCRIPTIONS[provider].apiKeyHeader;
-      const where = header ? `${header}: <token> or Authorization: Bearer <token>` : 'Authorization: Bearer <token>';
+      const { apiKeyHeader: header, apiKeyQuery } = DESCRIPTIONS[provider];
+      const where = (header ? `${header}: <token> or ` : '') + 'Authorization: Bearer <token>' + (apiKeyQuery ? ` or ?${apiKeyQuery}=<token>` : '');
       return send(res, gatewayAnswer(provider, 'unauthenticated', `send your Reins token as the API key (${where})`));
     }
     const wait = deps.failedAuth?.retryAfter(req) ?? null;
     if (wait !== null) return send(res, rateLimited(provider, wait));
-    const caller = await deps.hooks.authenticate({ secret, provider, headers: req.headers });
+    const caller = await deps.hooks.authenticate({ secret, provider, upstream: upstream.name, headers: req.headers });
     if (caller === null) {
       deps.failedAuth?.failed(req, 'llm', 'unknown, revoked or expired token');
       return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
@@ -187,9 +217,9 @@ export class LlmGateway<C = GatewayCaller> {
     if (!endpoint) {
       return send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${path}; it serves ${describeRoutes(provider)}`));
     }
-    const settings = deps.providers[provider];
+    const settings = upstream.settings;
     if (!settings) {
-      return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${provider}: set providers.${provider} (baseUrl, apiKey) in the config file`));
+      return send(res, gatewayAnswer(provider, 'provider_not_configured', `Reins has no upstream for ${upstream.name}: set providers.${upstream.name} (baseUrl, apiKey) in the config file`));
     }
 
     const parsed = parseJson(rawBody, req.headers['content-type']);
@@ -197,6 +227,7 @@ export class LlmGateway<C = GatewayCaller> {
     const call: LlmCall<C> = {
       caller,
       provider,
+      upstream: upstream.name,
       route,
       body,
       bodyBytes: rawBody?.length ?? 0,
@@ -253,15 +284,33 @@ export class LlmGateway<C = GatewayCaller> {
       cancel.emit('abort');
     });
 
-    let upstream;
+    const upstreamPath = upstreamRoute(provider, route);
+    // The trace context Reins continues (traceparent) travels with the provider's credential.
+    let headers = upstreamHeaders(
+      req.headers,
+      decision.upstreamHeaders ? Object.assign({}, decision.upstreamHeaders, providerCredential(settings)) : providerCredential(settings),
+    );
+    if (provider === 'bedrock' && !settings.apiKey) {
+      // No Bedrock API key: SigV4 with IAM credentials from the AWS credential chain.
+      try {
+        headers = await this.signing.sign(bedrockRegion(settings), settings.baseUrl, method, upstreamPath, headers, rawBody);
+      } catch (err) {
+        this.log.warn({ err, upstream: upstream.name }, 'SigV4 signing failed');
+        const failed = gatewayAnswer(
+          provider,
+          'provider_not_configured',
+          `Reins could not sign this request for ${upstream.name}: ${(err as Error).message} (set providers.${upstream.name}.apiKey, or give Reins AWS credentials)`,
+        );
+        complete({ status: failed.status, end: 'upstream_unreachable' });
+        return held ? sseError(res, provider, failed.body) : send(res, failed);
+      }
+    }
+    let answer;
     try {
-      upstream = await this.upstreams.pool(settings.baseUrl).request({
+      answer = await this.upstreams.pool(settings.baseUrl).request({
         method: method as 'GET' | 'POST' | 'DELETE',
-        path: route,
-        headers: upstreamHeaders(
-          req.headers,
-          decision.upstreamHeaders ? Object.assign({}, decision.upstreamHeaders, providerCredential(provider, settings)) : providerCredential(provider, settings),
-        ),
+        path: upstreamPath,
+        headers,
         body: rawBody,
         signal: cancel,
       });
@@ -270,17 +319,17 @@ export class LlmGateway<C = GatewayCaller> {
         complete({ status: 499, end: 'client_aborted' });
         return;
       }
-      this.log.warn({ err, provider }, 'upstream unreachable');
+      this.log.warn({ err, upstream: upstream.name }, 'upstream unreachable');
       const origin = new URL(settings.baseUrl).origin;
-      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
+      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${(err as Error).message}`);
       complete({ status: failed.status, end: 'upstream_unreachable' });
       return held ? sseError(res, provider, failed.body) : send(res, failed);
     }
 
-    const status = upstream.statusCode;
-    const answerBody = upstream.body;
+    const status = answer.statusCode;
+    const answerBody = answer.body;
     // The meter sees each chunk on its way to the client; it never holds the stream back.
-    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(upstream.headers) : NO_METER;
+    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(answer.headers) : NO_METER;
     let upstreamFailed = false;
     answerBody.once('error', () => {
       if (!cancelled) upstreamFailed = true;
@@ -288,11 +337,13 @@ export class LlmGateway<C = GatewayCaller> {
     });
     res.once('close', () => {
       if (!res.writableFinished) answerBody.destroy();
-      const usage = meter.finish();
+      let usage = meter.finish();
+      const seen = meter.seen?.();
+      // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
+      if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[provider].estimateUsage) usage = estimatedUsage(body, seen?.textChars ?? 0);
       const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
       const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
-      const responseModel = meter.model?.();
-      if (responseModel !== undefined) result.responseModel = responseModel;
+      if (seen?.model !== undefined) result.responseModel = seen.model;
       complete(result);
     });
     if (held && (status < 200 || status >= 300)) {
@@ -302,7 +353,7 @@ export class LlmGateway<C = GatewayCaller> {
       answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8')));
       return;
     }
-    if (!held) res.writeHead(status, downstreamHeaders(upstream.headers));
+    if (!held) res.writeHead(status, downstreamHeaders(answer.headers));
     if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
     answerBody.pipe(res);
   }
@@ -327,7 +378,7 @@ function startKeepAlive(res: ServerResponse, ping: string, intervalMs: number): 
 }
 
 /** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
-function sseError(res: ServerResponse, provider: ProviderName, body: string): void {
+function sseError(res: ServerResponse, provider: ProviderKind, body: string): void {
   if (res.destroyed) return;
   res.end(DESCRIPTIONS[provider].sse.error(body));
 }
@@ -355,7 +406,7 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
       });
       const reply = (r: FastifyReply, a: GatewayAnswer) => r.status(a.status).headers(a.headers).send(a.body);
       scope.setErrorHandler((err: FastifyError, request: FastifyRequest, r: FastifyReply) => {
-        const provider = providerOf(request.url) ?? 'openai';
+        const provider = gateway.upstreamOf(request.url)?.kind ?? 'openai';
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
           return reply(r, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         }
@@ -368,32 +419,35 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
         r.hijack();
         gateway.handle(request.raw, r.raw);
       });
-      scope.route({
-        method: ['GET', 'HEAD'],
-        url: '/anthropic/api/hello',
-        config: { access: GATEWAY_ACCESS },
-        schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
-        handler: async (_request, reply) => reply.status(200).send(),
-      });
-      for (const provider of PROVIDERS) {
+      for (const upstream of gateway.served.values()) {
+        if (upstream.kind === 'anthropic') {
+          scope.route({
+            method: ['GET', 'HEAD'],
+            url: `/${upstream.name}/api/hello`,
+            config: { access: GATEWAY_ACCESS },
+            schema: { tags: ['gateway'], summary: 'Reachability probe Claude Code sends before its first call; answers 200 with no body' },
+            handler: async (_request, reply) => reply.status(200).send(),
+          });
+        }
         const handler = (request: FastifyRequest, reply: FastifyReply): void => {
           reply.hijack();
-          gateway.serve(provider, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
+          gateway.serve(upstream, request.raw, reply.raw, Buffer.isBuffer(request.body) ? request.body : undefined);
         };
-        // Everything under the provider's prefix reaches the gateway, which answers an unknown route in the provider's
+        // Everything under the upstream's prefix reaches the gateway, which answers an unknown route in the provider's
         // shape. OpenAPI has no wildcard paths: the document lists the endpoints one by one (documented-routes.ts).
-        scope.route({ method: ['GET', 'POST', 'DELETE'], url: `/${provider}/*`, config: { access: GATEWAY_ACCESS }, schema: { hide: true }, handler });
-        for (const route of DOCUMENTED_ROUTES[provider]) {
+        scope.route({ method: ['GET', 'POST', 'DELETE'], url: `/${upstream.name}/*`, config: { access: GATEWAY_ACCESS }, schema: { hide: true }, handler });
+        for (const route of DOCUMENTED_ROUTES[upstream.kind]) {
           const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
           scope.route({
             method: route.method,
-            url: `/${provider}${fastifyPath(route.path)}`,
+            url: `/${upstream.name}${fastifyPath(route.path)}`,
             config: { access: GATEWAY_ACCESS },
             schema: {
-              operationId: route.operationId,
+              // One operationId per upstream: the kind's own name keeps the plain id, other names are suffixed.
+              operationId: upstream.name === upstream.kind ? route.operationId : `${route.operationId}_${upstream.name.replace(/[^A-Za-z0-9]/g, '_')}`,
               tags: ['gateway'],
-              summary: `${route.summary}, through Reins`,
-              description: `${PROVIDER_TITLE[provider]} API (the gateway serves ${describeRoutes(provider)}). ${GATEWAY_DESCRIPTION}`,
+              summary: `${route.summary}, through Reins${upstream.name === upstream.kind ? '' : ` (upstream ${upstream.name})`}`,
+              description: `${DESCRIPTIONS[upstream.kind].title} API (the gateway serves ${describeRoutes(upstream.kind)}). ${GATEWAY_DESCRIPTION}`,
               security: [{ bearer: [] }],
               ...(params.length > 0 ? { params: Type.Object(Object.fromEntries(params.map((p) => [p, Type.String({ description: PARAM_DESCRIPTION[p] ?? p })]))) } : {}),
               response: {
@@ -409,6 +463,11 @@ export function registerLlmGateway<C>(app: FastifyInstance, gateway: LlmGateway<
     },
     { prefix: '/llm' },
   );
+}
+
+/** The region a Bedrock upstream signs for: `region`, else the one in `bedrock-runtime.<region>.amazonaws.com`. */
+function bedrockRegion(settings: ProviderSettings): string {
+  return settings.region ?? /bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com/.exec(settings.baseUrl)?.[1] ?? 'us-east-1';
 }
 
 /** Whether a request belongs to the data plane's fast path. */

@@ -4,7 +4,7 @@
  * policies or storage; it asks these hooks.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Config, ProviderName } from '../../config/config.js';
+import type { Config, ProviderKind } from '../../config/config.js';
 import type { FailedAuthGate } from '../../shared/failed-auth.js';
 
 /** The least the gateway needs of a caller; the authenticate hook may return a richer object (see the generics). */
@@ -17,14 +17,19 @@ export interface GatewayCaller {
  * (for `X-Reins-Session` / `X-Reins-Agent`). */
 export interface GatewayCredential {
   secret: string;
-  provider: ProviderName;
+  provider: ProviderKind;
+  /** The upstream's name (`/llm/<name>`). */
+  upstream: string;
   headers: IncomingHttpHeaders;
 }
 
 export interface LlmCall<C = GatewayCaller> {
   caller: C;
-  provider: ProviderName;
-  /** The client's path after `/llm/<provider>`, query included, exactly as sent (e.g. `/v1/messages?beta=true`). */
+  /** The upstream's kind: its wire protocol (`openai`, `gemini`, …); policies see it as `object.llm.provider`. */
+  provider: ProviderKind;
+  /** The upstream's configured name (`/llm/<name>`); policies see it as `object.llm.upstream`. */
+  upstream: string;
+  /** The client's path after `/llm/<name>`, query included, exactly as sent (e.g. `/v1/messages?beta=true`). */
   route: string;
   model: string | null;
   stream: boolean;
@@ -59,6 +64,8 @@ export interface TokenUsage {
   cacheReadTokens?: number;
   /** Present when the prompt cache was written (Anthropic, Bedrock). */
   cacheWriteTokens?: number;
+  /** True when the server sent no usage and the gateway counted the tokens itself (OpenAI-compatible servers). */
+  estimated?: boolean;
 }
 
 /**
@@ -72,7 +79,7 @@ export interface CallResult {
   status: number;
   end: CallEnd;
   usage?: TokenUsage;
-  /** The model the provider's answer names (`model` in its body or stream), when it names one. */
+  /** The model the provider's answer names (`model` in its body or stream; Azure: the deployment's model), when it names one. */
   responseModel?: string;
   durationMs: number;
 }

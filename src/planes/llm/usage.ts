@@ -11,14 +11,25 @@ export interface UsageMeter {
   push(chunk: Buffer): void;
   /** The usage read, or undefined when the answer carried none. */
   finish(): TokenUsage | undefined;
-  /** After finish: the model the answer names (OpenAI and Anthropic bodies and streams), if any. */
-  model?(): string | undefined;
+  /** After finish: the model the answer named (`model`, Gemini's `modelVersion`), and the characters of generated text seen. */
+  seen?(): { model?: string; textChars: number };
 }
 
-/** The model an answer or stream event names: OpenAI's `model`, Anthropic's `message.model`, the Responses API's `response.model`. */
-function modelOfEvent(event: unknown): string | undefined {
-  if (!isObject(event)) return undefined;
+type Counts = { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+
+/** What an answer says besides usage: the model it names and how much text it generated (for an estimate). */
+interface Seen {
+  model?: string;
+  textChars: number;
+}
+
+/**
+ * The model an answer or stream event names: OpenAI's `model`, Anthropic's `message.model`, the Responses API's
+ * `response.model`, Gemini's `modelVersion`.
+ */
+function modelOfEvent(event: Record<string, unknown>): string | undefined {
   if (typeof event.model === 'string') return event.model;
+  if (typeof event.modelVersion === 'string') return event.modelVersion;
   if (isObject(event.message) && typeof event.message.model === 'string') return event.message.model;
   if (isObject(event.response) && typeof event.response.model === 'string') return event.response.model;
   return undefined;
@@ -29,7 +40,20 @@ function reportable(model: string | undefined): string | undefined {
   return model !== undefined && model.length > 0 && model.length <= 200 && !/[\u0000-\u001f]/.test(model) ? model : undefined;
 }
 
-type Counts = { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+/** The model an answer or event names, and the length of the text it generates (OpenAI choices, Gemini candidates). */
+function seenIn(event: unknown, into: Seen): void {
+  if (!isObject(event)) return;
+  const model = reportable(modelOfEvent(event));
+  if (model) into.model = model;
+  if (Array.isArray(event.choices)) {
+    for (const c of event.choices) {
+      if (!isObject(c)) continue;
+      const message = isObject(c.message) ? c.message : isObject(c.delta) ? c.delta : {};
+      if (typeof message.content === 'string') into.textChars += message.content.length;
+      if (typeof c.text === 'string') into.textChars += c.text.length;
+    }
+  }
+}
 type Json = Record<string, unknown>;
 
 const JSON_CAP = 8 * 1024 * 1024;
@@ -87,6 +111,19 @@ export function usageOfEvent(event: unknown): Counts {
     found = fromUsageObject(event.response.usage);
   } else if (isObject(event.usage)) {
     found = fromUsageObject(event.usage);
+  } else if (isObject(event.usageMetadata)) {
+    // Gemini: promptTokenCount includes the cached tokens; thoughts are output, billed as such.
+    const u = event.usageMetadata;
+    const prompt = count(u.promptTokenCount);
+    const cached = count(u.cachedContentTokenCount);
+    const toolPrompt = count(u.toolUsePromptTokenCount) ?? 0;
+    const candidates = count(u.candidatesTokenCount);
+    const thoughts = count(u.thoughtsTokenCount) ?? 0;
+    found = {
+      inputTokens: prompt === undefined ? undefined : Math.max(0, prompt - (cached ?? 0)) + toolPrompt,
+      outputTokens: candidates === undefined && thoughts === 0 ? undefined : (candidates ?? 0) + thoughts,
+    };
+    if (cached !== undefined) found.cacheReadTokens = cached;
   } else if (count(event.prompt_token_count) !== undefined || count(event.generation_token_count) !== undefined) {
     // Meta Llama's native body on Bedrock.
     found = { inputTokens: count(event.prompt_token_count), outputTokens: count(event.generation_token_count) };
@@ -157,6 +194,11 @@ class JsonMeter implements UsageMeter {
   private chunks: Buffer[] = [];
   private size = 0;
   private truncated = false;
+  private readonly found: Seen = { textChars: 0 };
+
+  seen(): Seen {
+    return this.found;
+  }
 
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
@@ -169,22 +211,22 @@ class JsonMeter implements UsageMeter {
     }
   }
 
-  private answerModel: string | undefined;
-
   finish(): TokenUsage | undefined {
     const text = Buffer.concat(this.chunks).toString('utf8');
     if (this.truncated) return complete(usageInTail(text));
     try {
-      const answer = JSON.parse(text) as unknown;
-      this.answerModel = reportable(modelOfEvent(answer));
-      return complete(usageOfEvent(answer));
+      const parsed = JSON.parse(text) as unknown;
+      // Gemini's streamGenerateContent without alt=sse answers one JSON array of the stream's chunks.
+      const events = Array.isArray(parsed) ? parsed : [parsed];
+      let usage: Counts = {};
+      for (const event of events) {
+        usage = merge(usage, usageOfEvent(event));
+        seenIn(event, this.found);
+      }
+      return complete(usage);
     } catch {
       return undefined;
     }
-  }
-
-  model(): string | undefined {
-    return this.answerModel;
   }
 }
 
@@ -194,6 +236,11 @@ class SseMeter implements UsageMeter {
   private pending = '';
   private data: string[] = [];
   private usage: Counts = {};
+  private readonly found: Seen = { textChars: 0 };
+
+  seen(): Seen {
+    return this.found;
+  }
 
   push(chunk: Buffer): void {
     this.pending += this.decoder.write(chunk);
@@ -226,7 +273,7 @@ class SseMeter implements UsageMeter {
     try {
       const event = JSON.parse(data) as unknown;
       this.usage = merge(this.usage, usageOfEvent(event));
-      this.answerModel ??= reportable(modelOfEvent(event));
+      seenIn(event, this.found);
     } catch {
       // not JSON: nothing to meter
     }
@@ -237,12 +284,6 @@ class SseMeter implements UsageMeter {
     if (this.pending !== '') this.line(this.pending);
     this.dispatch();
     return complete(this.usage);
-  }
-
-  private answerModel: string | undefined;
-
-  model(): string | undefined {
-    return this.answerModel;
   }
 }
 
@@ -311,8 +352,36 @@ export function meterFor(headers: Record<string, string | string[] | undefined>)
   return {
     push: (chunk) => meter.push(chunk),
     finish: () => complete(merge(meter.finish() ?? {}, headerUsage)),
-    model: () => meter.model?.(),
+    seen: () => meter.seen?.() ?? { textChars: 0 },
   };
+}
+
+/** Characters per token when a server sends no usage: the usual rule of thumb for English text and code. */
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * The usage of a call whose server sent none, counted by the gateway (marked estimated): the request's text
+ * (messages, prompt, input) and the answer's generated text, at CHARS_PER_TOKEN characters a token.
+ */
+export function estimatedUsage(requestBody: unknown, answerTextChars: number): TokenUsage {
+  return { inputTokens: Math.ceil(requestTextChars(requestBody) / CHARS_PER_TOKEN), outputTokens: Math.ceil(answerTextChars / CHARS_PER_TOKEN), estimated: true };
+}
+
+function requestTextChars(body: unknown): number {
+  if (!isObject(body)) return 0;
+  let chars = 0;
+  const add = (v: unknown): void => {
+    if (typeof v === 'string') chars += v.length;
+    else if (Array.isArray(v)) v.forEach(add);
+    else if (isObject(v)) {
+      if (typeof v.text === 'string') chars += v.text.length;
+      if (v.content !== undefined) add(v.content);
+    }
+  };
+  add(body.messages);
+  add(body.prompt);
+  add(body.input);
+  return chars;
 }
 
 function numberHeader(v: string | string[] | undefined): number | undefined {

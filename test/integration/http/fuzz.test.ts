@@ -308,7 +308,14 @@ describeEachStore('fuzzing every route of the OpenAPI document', ({ store }) => 
     const origin = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
     mcp = await startMcpUpstream();
     replica = await startTestReplica(store(), {
-      providers: { openai: { baseUrl: origin, apiKey: 'sk-sink' }, anthropic: { baseUrl: origin, apiKey: 'sk-sink' }, bedrock: { baseUrl: origin, apiKey: 'sk-sink', region: 'us-east-1' } },
+      providers: {
+        openai: { kind: 'openai', baseUrl: origin, apiKey: 'sk-sink' },
+        anthropic: { kind: 'anthropic', baseUrl: origin, apiKey: 'sk-sink' },
+        bedrock: { kind: 'bedrock', baseUrl: origin, apiKey: 'sk-sink', region: 'us-east-1' },
+        vllm: { kind: 'openai-compatible', baseUrl: origin },
+        'azure-eu': { kind: 'azure-openai', baseUrl: origin, apiKey: 'sk-sink' },
+        gemini: { kind: 'gemini', baseUrl: origin, apiKey: 'sk-sink' },
+      },
       mcpServers: [{ name: 'github', url: mcp.url, headers: {} }],
     });
     admin = new Client(replica.url, ADMIN_TOKEN);

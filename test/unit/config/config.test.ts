@@ -95,7 +95,27 @@ runtimeGuard:
     ['a failed-auth window over a day', 'http: { failedAuthWindowSeconds: 86401 }', 'http.failedAuthWindowSeconds'],
     ['an unknown http key', 'http: { failedAuthLimt: 5 }', 'http.failedAuthLimt'],
     ['not a mapping', '- a\n- b', '(root)'],
+    ['an upstream of no known name without kind', 'providers: { vllm: { baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
+    ['an unknown kind', 'providers: { vllm: { kind: llama, baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
+    ['an upstream name with capitals', 'providers: { VLLM: { kind: openai-compatible, baseUrl: "http://vllm.ml:8000" } }', 'providers.VLLM'],
   ];
+  test('providers: kind defaults to the name for openai, anthropic and bedrock; other names say theirs', () => {
+    const c = load(`
+providers:
+  openai: { baseUrl: "https://api.openai.com", apiKey: "sk-o" }
+  bedrock: { baseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com", region: us-east-1 }
+  vllm: { kind: openai-compatible, baseUrl: "http://vllm.ml:8000" }
+  azure-eu: { kind: azure-openai, baseUrl: "https://acme-eu.openai.azure.com", apiKey: "az" }
+  gemini: { kind: gemini, baseUrl: "https://generativelanguage.googleapis.com", apiKey: "g" }
+  openai-eu: { kind: openai, baseUrl: "https://eu.api.openai.com", apiKey: "sk-eu" }
+`);
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(c.providers).map(([name, p]) => [name, p.kind])),
+      { openai: 'openai', bedrock: 'bedrock', vllm: 'openai-compatible', 'azure-eu': 'azure-openai', gemini: 'gemini', 'openai-eu': 'openai' },
+    );
+    assert.equal(c.providers.vllm?.apiKey, undefined);
+  });
+
   for (const [what, yaml, key] of bad) test(`${what} stops start-up naming ${key}`, () => refuses(yaml, key));
 
   test('invalid YAML names REINS_CONFIG', () => refuses('a: [', 'REINS_CONFIG'));

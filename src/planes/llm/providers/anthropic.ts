@@ -24,6 +24,7 @@ const TYPE: Record<GatewayErrorKind, string> = {
 /** Anthropic: messages, count_tokens, models; the key also as `x-api-key`; `{"type": "error", "error": {type, message}}`. */
 export const ANTHROPIC: LlmProvider = {
   matchEndpoint: (method, path) => matchRouteTable(ROUTES, method, path),
+  title: 'Anthropic',
   routes: '/v1/messages, /v1/messages/count_tokens, /v1/models',
   // Anthropic's SDK and Claude Code's ANTHROPIC_API_KEY send the key as x-api-key.
   apiKeyHeader: 'x-api-key',

@@ -44,6 +44,7 @@ export const BEDROCK: LlmProvider = {
     }
     return { metered: action.metered, pathModel: model, pathStream: action.stream };
   },
+  title: 'Amazon Bedrock runtime',
   routes: '/model/{modelId}/invoke, invoke-with-response-stream, converse, converse-stream, count-tokens',
   apiKeyHeader: null,
   // Bedrock API keys are bearer tokens; SigV4 signing with IAM credentials is not built yet.

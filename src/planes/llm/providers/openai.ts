@@ -40,14 +40,23 @@ const CODE: Record<GatewayErrorKind, string> = {
   internal_error: 'internal_error',
 };
 
+/** OpenAI's error shape, which Azure OpenAI and OpenAI-compatible servers share. */
+export function openAiErrorBody(kind: GatewayErrorKind, message: string): string {
+  return JSON.stringify({ error: { message, type: TYPE[kind], param: null, code: CODE[kind] } });
+}
+
+/** OpenAI's SSE framing: a comment keeps a held stream open, an error is a `data:` event. */
+export const OPENAI_SSE = { keepAlive: ': held by Reins for approval\n\n', error: (body: string) => `data: ${body}\n\n` };
+
 /** OpenAI: chat completions, completions, embeddings, responses, models; `{"error": {message, type, param, code}}`. */
 export const OPENAI: LlmProvider = {
   matchEndpoint: (method, path) => matchRouteTable(ROUTES, method, path),
+  title: 'OpenAI',
   routes: '/v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/models',
   apiKeyHeader: null,
   credential: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
   callFacts: (_endpoint, body) => bodyCallFacts(body),
   policyRoute: versionedRoute,
-  sse: { keepAlive: ': held by Reins for approval\n\n', error: (body) => `data: ${body}\n\n` },
-  errorBody: (kind, message) => JSON.stringify({ error: { message, type: TYPE[kind], param: null, code: CODE[kind] } }),
+  sse: OPENAI_SSE,
+  errorBody: openAiErrorBody,
 };

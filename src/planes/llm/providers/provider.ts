@@ -44,10 +44,14 @@ export interface CallFacts {
 export interface LlmProvider {
   /** The endpoint a method and path (query excluded) name, or null when the gateway does not serve it. */
   matchEndpoint(method: string, path: string): Endpoint | null;
+  /** The provider's name as the OpenAPI document and messages show it. */
+  title: string;
   /** The routes served, as an unknown route's answer lists them. */
   routes: string;
   /** A header the provider's SDK sends the key in besides `Authorization: Bearer` (Anthropic's `x-api-key`). */
   apiKeyHeader: string | null;
+  /** A query parameter the key may arrive in (Gemini's `?key=`); removed before the call goes upstream. */
+  apiKeyQuery?: string;
   /** The provider credential Reins adds in place of the client's (which is never forwarded). */
   credential(apiKey: string): Record<string, string>;
   /** Model, stream flag and token cap as the policy object needs them. */
@@ -59,8 +63,15 @@ export interface LlmProvider {
    * can. Absent: every metered call can be held.
    */
   unholdable?(policyRoute: string, model: string): string | null;
-  /** The gateway's own error in the provider's shape: sets content headers as needed, returns the body. */
-  errorBody(kind: GatewayErrorKind, message: string, headers: Record<string, string>): string;
+  /** The gateway's own error in the provider's shape (`status` is the HTTP status it goes with): sets content headers as needed, returns the body. */
+  errorBody(kind: GatewayErrorKind, message: string, headers: Record<string, string>, status: number): string;
+  /**
+   * Servers of this kind may send no usage (OpenAI-compatible servers): the gateway then counts the tokens of the
+   * request and the answer's text itself, and the usage is marked estimated.
+   */
+  estimateUsage?: boolean;
+  /** Prices follow the model the answer names (Azure: a deployment's model), not the one the request named. */
+  priceByResponseModel?: boolean;
   /**
    * Server-sent events as the provider's SDK reads them: the comment or event that keeps a held streaming call's
    * client waiting (null: a held stream is not kept alive, Bedrock's AWS event stream), and an error inside an

@@ -1,0 +1,208 @@
+/**
+ * Named upstreams of every kind, end to end: real SDK clients (openai, its AzureOpenAI client, @google/genai) ->
+ * Reins (credential, policies, audit, prices) -> local fakes speaking each wire format. Two names of one kind reach
+ * two upstreams; policies see object.llm.provider (the kind) and object.llm.upstream (the name); each kind refuses
+ * in its own error shape.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI, { AzureOpenAI } from 'openai';
+import { GoogleGenAI, ApiError } from '@google/genai';
+import { AZURE_DEPLOYMENT_MODEL, FAKE_USAGE, startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
+import { agentWithKey, describeEachStore, enc } from '../../helpers/harness.js';
+import { llmEvent, PROVIDER_KEY, providersAt, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+
+const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user' as const, content: 'hello there, how are you today?' }], ...extra });
+const OTHER_KEY = 'sk-other-upstream-key-0123';
+
+describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
+  let w: GatewayWorld;
+  let second: FakeProviders;
+  let key: string;
+  const azure = () => new AzureOpenAI({ endpoint: `${w.replica.url}/llm/azure-eu`, apiKey: key, apiVersion: '2024-10-21', deployment: 'chat-prod', maxRetries: 0 });
+  const gemini = () => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: `${w.replica.url}/llm/gemini` } });
+
+  before(async () => {
+    second = await startFakeProviders();
+    w = await startGatewayWorldWith(store(), second.origin);
+    key = await agentWithKey(w.admin, 'eng/multi');
+    const denied = await w.admin.post('/api/v1/policies', {
+      name: 'no-forbidden-model',
+      kind: 'deny',
+      appliesTo: ['llm'],
+      match: "object.llm.model == 'forbidden-model' || (object.llm.upstream == 'openai-eu' && object.llm.model == 'eu-only-denied')",
+      message: 'That model is not approved.',
+    });
+    assert.equal(denied.status, 201, JSON.stringify(denied.body));
+  });
+  after(async () => {
+    await w?.close();
+    await second?.close();
+  });
+
+  test('two names of one kind reach two upstreams, each with its own key; audit records kind and name', async () => {
+    const a = await new OpenAI({ baseURL: `${w.replica.url}/llm/openai/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create(chat('gpt-4o-mini'));
+    const b = await new OpenAI({ baseURL: `${w.replica.url}/llm/openai-eu/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create(chat('gpt-4o-mini', { max_tokens: 77 }));
+    assert.equal(a.choices[0]?.message.content, 'Hello world');
+    assert.equal(b.choices[0]?.message.content, 'Hello world');
+    assert.equal(w.fake.hits.at(-1)?.headers.authorization, `Bearer ${PROVIDER_KEY}`);
+    assert.equal(second.hits.length, 1);
+    assert.equal(second.hits[0]?.headers.authorization, `Bearer ${OTHER_KEY}`);
+    const event = await llmEvent(w.admin, (e) => e.data.maxTokens === 77, `&identity=${enc('eng/multi')}`);
+    assert.equal(event.data.provider, 'openai');
+    assert.equal(event.data.upstream, 'openai-eu');
+    assert.deepEqual(event.data.usage, FAKE_USAGE.openaiChat);
+  });
+
+  test('policies see object.llm.upstream: a rule on one name leaves the other alone', async () => {
+    const eu = new OpenAI({ baseURL: `${w.replica.url}/llm/openai-eu/v1`, apiKey: key, maxRetries: 0 });
+    await assert.rejects(eu.chat.completions.create(chat('eu-only-denied')), OpenAI.PermissionDeniedError);
+    const home = await new OpenAI({ baseURL: `${w.replica.url}/llm/openai/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create(chat('eu-only-denied'));
+    assert.equal(home.choices.length, 1);
+    const refused = await llmEvent(w.admin, (e) => e.data.model === 'eu-only-denied' && e.outcome === 'refused', `&identity=${enc('eng/multi')}`);
+    assert.equal(refused.data.upstream, 'openai-eu');
+  });
+
+  test('openai-compatible by name: no key configured, none sent upstream; usage from the answer', async () => {
+    const vllm = new OpenAI({ baseURL: `${w.replica.url}/llm/vllm/v1`, apiKey: key, maxRetries: 0 });
+    const before = w.fake.hits.length;
+    const r = await vllm.chat.completions.create(chat('meta-llama/Llama-3.1-8B-Instruct', { max_tokens: 31 }));
+    assert.equal(r.choices[0]?.message.content, 'Hello world');
+    const hit = w.fake.hits[before]!;
+    assert.equal(hit.url, '/v1/chat/completions');
+    assert.equal(hit.headers.authorization, undefined, 'no key configured: nothing, and never the Reins token');
+    const event = await llmEvent(w.admin, (e) => e.data.maxTokens === 31, `&identity=${enc('eng/multi')}`);
+    assert.equal(event.data.provider, 'openai-compatible');
+    assert.equal(event.data.upstream, 'vllm');
+    assert.deepEqual(event.data.usage, FAKE_USAGE.openaiChat);
+    // The upstream's own prices (providers.vllm.prices).
+    assert.ok(Math.abs(event.data.costUsd - (11 * 0.1 + 7 * 0.2) / 1e6) < 1e-12, String(event.data.costUsd));
+    const models = await vllm.models.list();
+    assert.equal(models.data[0]?.id, 'gpt-fake');
+    await assert.rejects(vllm.responses.create({ model: 'x', input: 'hi' }), OpenAI.NotFoundError);
+  });
+
+  test('openai-compatible without usage in the answer: counted tokens, marked estimated (plain and streamed)', async () => {
+    const vllm = new OpenAI({ baseURL: `${w.replica.url}/llm/vllm/v1`, apiKey: key, maxRetries: 0 });
+    await vllm.chat.completions.create(chat('no-usage', { max_tokens: 32 }));
+    const plain = await llmEvent(w.admin, (e) => e.data.maxTokens === 32, `&identity=${enc('eng/multi')}`);
+    // "hello there, how are you today?" is 31 characters (8 tokens at 4 a token); "Hello world" 11 (3).
+    assert.deepEqual(plain.data.usage, { inputTokens: 8, outputTokens: 3, estimated: true });
+    const stream = await vllm.chat.completions.create({ ...chat('no-usage', { max_tokens: 33 }), stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'Hello world');
+    const streamed = await llmEvent(w.admin, (e) => e.data.maxTokens === 33, `&identity=${enc('eng/multi')}`);
+    assert.deepEqual(streamed.data.usage, { inputTokens: 8, outputTokens: 3, estimated: true });
+  });
+
+  test('Azure OpenAI: AzureOpenAI reaches the deployment with api-key both ways; priced by the model the answer names', async () => {
+    const before = w.fake.hits.length;
+    const r = await azure().chat.completions.create({ ...chat(''), max_tokens: 34 } as never);
+    assert.equal((r as OpenAI.ChatCompletion).choices[0]?.message.content, 'Hello world');
+    const hit = w.fake.hits[before]!;
+    assert.equal(hit.url, '/openai/deployments/chat-prod/chat/completions?api-version=2024-10-21');
+    assert.equal(hit.headers['api-key'], PROVIDER_KEY);
+    assert.equal(hit.headers.authorization, undefined);
+    const event = await llmEvent(w.admin, (e) => e.data.maxTokens === 34, `&identity=${enc('eng/multi')}`);
+    assert.equal(event.data.provider, 'azure-openai');
+    assert.equal(event.data.upstream, 'azure-eu');
+    assert.equal(event.data.route, 'chat/completions');
+    assert.equal(event.decision.data.model, 'chat-prod', 'policies see the deployment name: the answer is not there yet');
+    assert.equal(event.data.model, AZURE_DEPLOYMENT_MODEL, 'the end event names the model the answer names');
+    // gpt-4o-mini list price: $0.15 in / $0.60 out per million tokens.
+    assert.ok(Math.abs(event.data.costUsd - (11 * 0.15 + 7 * 0.6) / 1e6) < 1e-12, String(event.data.costUsd));
+  });
+
+  test('Azure OpenAI: a streamed deployment call, and the v1 paths with Authorization: Bearer', async () => {
+    const stream = await azure().chat.completions.create({ ...chat(''), stream: true, stream_options: { include_usage: true }, max_tokens: 35 } as never);
+    let text = '';
+    for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'Hello world');
+    const streamed = await llmEvent(w.admin, (e) => e.data.maxTokens === 35, `&identity=${enc('eng/multi')}`);
+    assert.deepEqual(streamed.data.usage, FAKE_USAGE.openaiChat);
+    const v1 = new OpenAI({ baseURL: `${w.replica.url}/llm/azure-eu/openai/v1`, apiKey: key, maxRetries: 0 });
+    const before = w.fake.hits.length;
+    const r = await v1.chat.completions.create(chat('gpt-4o-mini', { max_tokens: 36 }));
+    assert.equal(r.choices.length, 1);
+    assert.equal(w.fake.hits[before]?.url, '/openai/v1/chat/completions');
+    assert.equal(w.fake.hits[before]?.headers['api-key'], PROVIDER_KEY);
+  });
+
+  test('Azure OpenAI refuses as OpenAI does: PermissionDeniedError naming the policy, not retried', async () => {
+    const client = new AzureOpenAI({ endpoint: `${w.replica.url}/llm/azure-eu`, apiKey: key, apiVersion: '2024-10-21', deployment: 'forbidden-model', maxRetries: 2 });
+    const before = w.fake.hits.length;
+    await assert.rejects(client.chat.completions.create({ ...chat('') } as never), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError);
+      assert.equal(err.code, 'policy_denied');
+      assert.match(err.message, /no-forbidden-model/);
+      return true;
+    });
+    assert.equal(w.fake.hits.length, before);
+  });
+
+  test('Gemini: generateContent, generateContentStream and countTokens through @google/genai, x-goog-api-key both ways', async () => {
+    const ai = gemini();
+    const before = w.fake.hits.length;
+    const r = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hi', config: { maxOutputTokens: 37 } });
+    assert.equal(r.text, 'Hello from Gemini');
+    const hit = w.fake.hits[before]!;
+    assert.equal(hit.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(hit.headers['x-goog-api-key'], PROVIDER_KEY);
+    const plain = await llmEvent(w.admin, (e) => e.data.maxTokens === 37, `&identity=${enc('eng/multi')}`);
+    assert.equal(plain.data.provider, 'gemini');
+    assert.equal(plain.data.upstream, 'gemini');
+    assert.equal(plain.data.route, 'generateContent');
+    assert.equal(plain.data.model, 'gemini-2.5-flash');
+    assert.deepEqual(plain.data.usage, FAKE_USAGE.gemini);
+    // gemini-2.5-flash list price: $0.30 in / $2.50 out per million tokens.
+    assert.ok(Math.abs(plain.data.costUsd - (14 * 0.3 + 6 * 2.5) / 1e6) < 1e-12, String(plain.data.costUsd));
+
+    let text = '';
+    for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'hi', config: { maxOutputTokens: 38 } })) text += chunk.text ?? '';
+    assert.equal(text, 'Hello from Gemini');
+    assert.match(w.fake.hits.at(-1)!.url, /:streamGenerateContent\?alt=sse$/);
+    const streamed = await llmEvent(w.admin, (e) => e.data.maxTokens === 38, `&identity=${enc('eng/multi')}`);
+    assert.equal(streamed.data.stream, true);
+    assert.deepEqual(streamed.data.usage, FAKE_USAGE.gemini);
+
+    const counted = await ai.models.countTokens({ model: 'gemini-2.5-flash', contents: 'hi' });
+    assert.equal(counted.totalTokens, 42);
+  });
+
+  test('Gemini: the Reins token in ?key= works and is not forwarded; refusals are {"error": {code, message, status}}', async () => {
+    const before = w.fake.hits.length;
+    const r = await fetch(`${w.replica.url}/llm/gemini/v1/models/gemini-2.5-flash:generateContent?key=${encodeURIComponent(key)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    });
+    assert.equal(r.status, 200);
+    assert.equal(w.fake.hits[before]?.url, '/v1/models/gemini-2.5-flash:generateContent');
+    assert.equal(w.fake.hits[before]?.headers['x-goog-api-key'], PROVIDER_KEY);
+
+    await assert.rejects(gemini().models.generateContent({ model: 'forbidden-model', contents: 'hi' }), (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 403);
+      const body = JSON.parse(err.message) as { error: { code: number; message: string; status: string } };
+      assert.equal(body.error.code, 403);
+      assert.equal(body.error.status, 'PERMISSION_DENIED');
+      assert.match(body.error.message, /no-forbidden-model/);
+      return true;
+    });
+    const unauthenticated = await fetch(`${w.replica.url}/llm/gemini/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', body: '{}' });
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(((await unauthenticated.json()) as any).error.status, 'UNAUTHENTICATED');
+  });
+});
+
+/** The usual fakes as openai, anthropic and bedrock, plus the new kinds at the first fake and openai-eu at `secondOrigin`. */
+function startGatewayWorldWith(s: Parameters<typeof startGatewayWorld>[0], secondOrigin: string): Promise<GatewayWorld> {
+  return startGatewayWorld(s, {}, { providers: (origin) => ({
+    ...providersAt(origin),
+    'openai-eu': { kind: 'openai', baseUrl: secondOrigin, apiKey: OTHER_KEY },
+    vllm: { kind: 'openai-compatible', baseUrl: origin, prices: { 'meta-llama/*': { inputPerMTok: 0.1, outputPerMTok: 0.2 } } },
+    'azure-eu': { kind: 'azure-openai', baseUrl: origin, apiKey: PROVIDER_KEY },
+    gemini: { kind: 'gemini', baseUrl: origin, apiKey: PROVIDER_KEY },
+  }) });
+}
