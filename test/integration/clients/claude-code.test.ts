@@ -102,14 +102,17 @@ describeEachStore('Claude Code through Reins', ({ store }) => {
     assert.deepEqual(refused.map((e) => [e.data.model, e.data.refusal]), []);
   });
 
-  test('the API key form (ANTHROPIC_API_KEY, sent as x-api-key) works the same', { skip }, async () => {
+  test('the API key form (ANTHROPIC_API_KEY, sent as x-api-key) works the same; ANTHROPIC_CUSTOM_HEADERS names the session', { skip }, async () => {
     const from = upstream.hits.length;
-    const run = await claude('say hi again', { ANTHROPIC_API_KEY: pat });
+    const run = await claude('say hi again', { ANTHROPIC_API_KEY: pat, ANTHROPIC_CUSTOM_HEADERS: 'X-Reins-Session: claude-code-demo' });
     assert.equal(run.code, 0, described(run));
     assert.ok(run.stdout.includes(CODING_TOOL_TEXT.anthropic), described(run));
     const sent = messagesSince(from);
     assert.ok(sent.length >= 1);
     for (const hit of sent) assert.equal(hit.headers['x-api-key'], PROVIDER_KEY);
+    const event = await llmEvent(admin, (e) => e.data.session === 'claude-code-demo', `&identity=${enc('eng/alice')}`);
+    assert.equal(event.outcome, 'ok', JSON.stringify(event));
+    assert.equal(event.data.developer, 'eng/alice');
   });
 
   test('with an MCP server through Reins (--mcp-config at /mcp/github): the tool runs through Reins, is audited, and its answer is printed', { skip }, async () => {

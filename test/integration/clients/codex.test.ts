@@ -7,17 +7,17 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Replica } from '../../../src/app/server.js';
 import { CODING_TOOL_TEXT, CODING_TOOL_USAGE, startCodingToolUpstream, type CodingToolUpstream } from '../../fakes/coding-tool-upstream.js';
 import { PROVIDER_KEY, llmEvent, providersAt } from '../../helpers/gateway.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, enc, startTestReplica } from '../../helpers/harness.js';
 import { outsideClient, skipWithoutOutsideClients as skip } from '../../helpers/outside-clients.js';
-import { clientEnv, described, runClient, tempHome } from './run-client.js';
+import { clientEnv, described, runClient, tempHome, type ClientRun } from './run-client.js';
 
 /** The set-up of the README, plus what turns off Codex's own traffic to the internet (none here). */
-function codexConfig(reinsUrl: string): string {
+function codexConfig(reinsUrl: string, providerExtra: string[] = []): string {
   return [
     'model_provider = "reins"',
     'check_for_update_on_startup = false',
@@ -27,6 +27,7 @@ function codexConfig(reinsUrl: string): string {
     `base_url = "${reinsUrl}/llm/openai/v1"`,
     'env_key = "REINS_TOKEN"',
     'wire_api = "responses"',
+    ...providerExtra,
     '',
     '[analytics]',
     'enabled = false',
@@ -53,7 +54,6 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
     admin = new Client(replica.url, ADMIN_TOKEN);
     pat = await developerWithToken(admin, 'eng/alice', 'developer');
     home = await tempHome('codex');
-    await writeFile(join(home.dir, 'config.toml'), codexConfig(replica.url));
   });
   after(async () => {
     if (skip) return;
@@ -64,14 +64,22 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
     }
   });
 
-  test('codex exec with a personal access token answers at the default tier, and Reins audits it as the developer', { skip }, async () => {
-    const env = clientEnv(home.dir, { CODEX_HOME: home.dir, REINS_TOKEN: pat });
+  /** `codex exec <prompt>` with `$CODEX_HOME/config.toml` as given, from a folder of its own. */
+  async function codexExec(prompt: string, config: string): Promise<ClientRun> {
+    const codexHome = await mkdtemp(join(home.dir, 'codex-home-'));
+    await writeFile(join(codexHome, 'config.toml'), config);
+    const env = clientEnv(home.dir, { CODEX_HOME: codexHome, REINS_TOKEN: pat });
     // The working folder is no git repository; Codex refuses that unless told.
-    const run = await runClient(outsideClient('codex'), ['exec', '--skip-git-repo-check', 'say hi'], { cwd: home.dir, env });
+    return runClient(outsideClient('codex'), ['exec', '--skip-git-repo-check', prompt], { cwd: home.dir, env });
+  }
+
+  test('codex exec with a personal access token answers at the default tier, and Reins audits it as the developer', { skip }, async () => {
+    const from = upstream.hits.length;
+    const run = await codexExec('say hi', codexConfig(replica.url));
     assert.equal(run.code, 0, described(run));
     assert.ok(run.stdout.includes(CODING_TOOL_TEXT.responses), described(run));
 
-    const sent = upstream.hits.filter((h) => h.url === '/v1/responses');
+    const sent = upstream.hits.slice(from).filter((h) => h.url === '/v1/responses');
     assert.ok(sent.length >= 1, 'Codex called the Responses API through Reins');
     for (const hit of sent) assert.equal(hit.headers.authorization, `Bearer ${PROVIDER_KEY}`, 'Reins sends its provider key, never the token');
     const turn = sent.find((h) => h.body.stream === true)!;
@@ -90,5 +98,14 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
     assert.deepEqual(event.data.usage, CODING_TOOL_USAGE.responses);
     const refused = (await admin.get(`/api/v1/audit-events?type=llm&limit=200&identity=${enc('eng/alice')}`)).body.items.filter((e: any) => e.outcome === 'refused');
     assert.deepEqual(refused.map((e: any) => [e.data.model, e.data.refusal]), []);
+  });
+
+  test("the provider's http_headers name the session (X-Reins-Session)", { skip }, async () => {
+    const run = await codexExec('say hi again', codexConfig(replica.url, ['http_headers = { "X-Reins-Session" = "codex-demo" }']));
+    assert.equal(run.code, 0, described(run));
+    assert.ok(run.stdout.includes(CODING_TOOL_TEXT.responses), described(run));
+    const event = await llmEvent(admin, (e) => e.data.session === 'codex-demo', `&identity=${enc('eng/alice')}`);
+    assert.equal(event.outcome, 'ok', JSON.stringify(event));
+    assert.equal(event.data.developer, 'eng/alice');
   });
 });
