@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Replica } from '../../../src/app/server.js';
 import { CODING_TOOL_TEXT, CODING_TOOL_USAGE, startCodingToolUpstream, type CodingToolUpstream } from '../../fakes/coding-tool-upstream.js';
@@ -48,9 +48,9 @@ describeEachStore('Claude Code through Reins', ({ store }) => {
     }
   });
 
-  /** `claude -p <prompt>` as a developer runs it, with Reins as its API and `auth` as its credential variables. */
-  function claude(prompt: string, auth: Record<string, string>, extraArgs: string[] = []): Promise<ClientRun> {
-    const env = clientEnv(home.dir, {
+  /** Claude Code's environment: Reins as its API, `auth` as its credential variables, a home of its own. */
+  function claudeEnv(auth: Record<string, string>): NodeJS.ProcessEnv {
+    return clientEnv(home.dir, {
       ANTHROPIC_BASE_URL: `${replica.url}/llm/anthropic`,
       ...auth,
       CLAUDE_CONFIG_DIR: join(home.dir, '.claude'),
@@ -60,7 +60,11 @@ describeEachStore('Claude Code through Reins', ({ store }) => {
       DISABLE_ERROR_REPORTING: '1',
       DISABLE_AUTOUPDATER: '1',
     });
-    return runClient(outsideClient('claude'), ['-p', prompt, ...extraArgs], { cwd: home.dir, env });
+  }
+
+  /** `claude -p <prompt>` as a developer runs it, in `cwd` (its project folder). */
+  function claude(prompt: string, auth: Record<string, string>, extraArgs: string[] = [], cwd = home.dir): Promise<ClientRun> {
+    return runClient(outsideClient('claude'), ['-p', prompt, ...extraArgs], { cwd, env: claudeEnv(auth) });
   }
 
   /** The Messages requests Claude Code sent since `from`, as the upstream got them. */
@@ -160,5 +164,21 @@ describeEachStore('Claude Code through Reins', ({ store }) => {
     // Both model turns went through Reins as the developer.
     const turns = (await aliceLlmEvents()).filter((e) => e.action === 'llm.request' && e.data.stream === true);
     assert.ok(turns.length >= 2, `two streamed turns audited, got ${turns.length}`);
+  });
+
+  test('an MCP server added with `claude mcp add --transport http … --header` (as the README says) is reached through Reins', { skip }, async () => {
+    const project = await mkdtemp(join(home.dir, 'project-'));
+    // Scope "local" (the default): this project folder only, kept in Claude Code's own config.
+    const added = await runClient(
+      outsideClient('claude'),
+      ['mcp', 'add', '--transport', 'http', 'github', `${replica.url}/mcp/github`, '--header', `Authorization: Bearer ${pat}`],
+      { cwd: project, env: claudeEnv({}) },
+    );
+    assert.equal(added.code, 0, described(added));
+    const toolCallsBefore = mcp.toolCalls().length;
+    const run = await claude('Read README.md with the github tool', { ANTHROPIC_AUTH_TOKEN: pat }, ['--allowedTools', MCP_TOOL], project);
+    assert.equal(run.code, 0, described(run));
+    assert.ok(run.stdout.includes(`${CODING_TOOL_TEXT.afterTool}contents of README.md`), described(run));
+    assert.deepEqual(mcp.toolCalls().slice(toolCallsBefore), [{ name: 'read_file', arguments: { path: 'README.md' } }]);
   });
 });

@@ -11,6 +11,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Replica } from '../../../src/app/server.js';
 import { CODING_TOOL_TEXT, CODING_TOOL_USAGE, startCodingToolUpstream, type CodingToolUpstream } from '../../fakes/coding-tool-upstream.js';
+import { startMcpUpstream, UPSTREAM_SECRET, type McpUpstream } from '../../fakes/mcp-upstream.js';
 import { PROVIDER_KEY, llmEvent, providersAt } from '../../helpers/gateway.js';
 import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, enc, startTestReplica } from '../../helpers/harness.js';
 import { outsideClient, skipWithoutOutsideClients as skip } from '../../helpers/outside-clients.js';
@@ -43,6 +44,7 @@ function codexConfig(reinsUrl: string, providerExtra: string[] = []): string {
 
 describeEachStore('Codex CLI through Reins', ({ store }) => {
   let upstream: CodingToolUpstream;
+  let mcp: McpUpstream;
   let replica: Replica;
   let admin: Client;
   let pat: string;
@@ -50,7 +52,11 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
   before(async () => {
     if (skip) return;
     upstream = await startCodingToolUpstream();
-    replica = await startTestReplica(store(), { providers: providersAt(upstream.origin) });
+    mcp = await startMcpUpstream();
+    replica = await startTestReplica(store(), {
+      providers: providersAt(upstream.origin),
+      mcpServers: [{ name: 'github', url: mcp.url, headers: { authorization: `Bearer ${UPSTREAM_SECRET}` } }],
+    });
     admin = new Client(replica.url, ADMIN_TOKEN);
     pat = await developerWithToken(admin, 'eng/alice', 'developer');
     home = await tempHome('codex');
@@ -60,7 +66,7 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
     try {
       await replica?.close();
     } finally {
-      await Promise.all([upstream?.close(), home?.remove()]);
+      await Promise.all([upstream?.close(), mcp?.close(), home?.remove()]);
     }
   });
 
@@ -107,5 +113,15 @@ describeEachStore('Codex CLI through Reins', ({ store }) => {
     const event = await llmEvent(admin, (e) => e.data.session === 'codex-demo', `&identity=${enc('eng/alice')}`);
     assert.equal(event.outcome, 'ok', JSON.stringify(event));
     assert.equal(event.data.developer, 'eng/alice');
+  });
+
+  test('an MCP server through Reins ([mcp_servers] url at /mcp/github, bearer_token_env_var): Codex lists its tools through Reins', { skip }, async () => {
+    const before = mcp.messages().length;
+    const mcpServer = ['', '[mcp_servers.github]', `url = "${replica.url}/mcp/github"`, 'bearer_token_env_var = "REINS_TOKEN"', ''];
+    const run = await codexExec('say hi', codexConfig(replica.url) + mcpServer.join('\n'));
+    assert.equal(run.code, 0, described(run));
+    const methods = mcp.messages().slice(before).map((m) => m.method);
+    assert.ok(methods.includes('initialize') && methods.includes('tools/list'), `Codex initialized and listed tools through Reins: ${methods.join(', ')}`);
+    for (const hit of mcp.hits) assert.equal(hit.headers.authorization, `Bearer ${UPSTREAM_SECRET}`, 'Reins sends its upstream credential, never the token');
   });
 });
