@@ -24,7 +24,7 @@ import type { HeldCallRegistry } from '../held-calls/registry.js';
 import type { ProviderName } from '../config/config.js';
 import { PROVIDERS } from '../planes/llm/providers/index.js';
 import type { CallResult, DecideEvents, GatewayCredential, GatewayDecision, GatewayHooks, LlmCall } from '../planes/llm/types.js';
-import { costOf, type PriceTable } from '../budgets/prices.js';
+import { costOf, globMatches, type PriceTable } from '../budgets/prices.js';
 import { settleBudget } from '../budgets/budget-store.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { recordEnd } from './audit-record.js';
@@ -103,8 +103,23 @@ function requestBodyStep(ctx: Context): StepResult {
   return problem ? { reason: 'bad_request', message: problem } : undefined;
 }
 
-function llmSection(call: Call): { provider: string; route: string; model: string; stream: boolean; maxTokens: number } {
-  return { provider: call.provider, route: policyRoute(call.provider, call.route), model: call.model ?? '', stream: call.stream, maxTokens: call.maxTokens ?? 0 };
+/** An approved model-access request's grant covers the model: the policies see it (`object.llm.modelAccessGranted`). */
+function modelAccessGranted(ctx: Context): boolean {
+  const model = ctx.call.model;
+  const globs = ctx.grants.extraModels;
+  return model !== null && globs.length > 0 && globs.some((glob) => globMatches(glob, model));
+}
+
+function llmSection(ctx: Context): { provider: string; route: string; model: string; stream: boolean; maxTokens: number; modelAccessGranted: boolean } {
+  const call = ctx.call;
+  return {
+    provider: call.provider,
+    route: policyRoute(call.provider, call.route),
+    model: call.model ?? '',
+    stream: call.stream,
+    maxTokens: call.maxTokens ?? 0,
+    modelAccessGranted: modelAccessGranted(ctx),
+  };
 }
 
 /** The LLM plane as the governance pipeline sees it. */
@@ -136,20 +151,21 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
         identity: { kind: 'llm', route: `/llm/${call.provider}${call.route}`, model: call.model ?? '', body: call.body },
       }),
   },
-  section: (ctx) => ({ llm: llmSection(ctx.call) }),
+  section: (ctx) => ({ llm: llmSection(ctx) }),
   /** Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. */
-  memoKey: ({ call, caller, tier }) =>
+  memoKey: (ctx) =>
     [
-      tier,
-      caller.agentId,
-      caller.developer?.id ?? '',
-      caller.developer?.role ?? '',
-      caller.sessionId,
-      call.provider,
-      policyRoute(call.provider, call.route),
-      call.model ?? '',
-      call.stream ? 1 : 0,
-      call.maxTokens ?? 0,
+      ctx.tier,
+      ctx.caller.agentId,
+      ctx.caller.developer?.id ?? '',
+      ctx.caller.developer?.role ?? '',
+      ctx.caller.sessionId,
+      ctx.call.provider,
+      policyRoute(ctx.call.provider, ctx.call.route),
+      ctx.call.model ?? '',
+      ctx.call.stream ? 1 : 0,
+      ctx.call.maxTokens ?? 0,
+      modelAccessGranted(ctx) ? 1 : 0,
     ].join('\u0000'),
   action: () => 'llm.request',
   host: () => null,

@@ -29,11 +29,15 @@ export const DEFAULT_EGRESS_ALLOW_LIST: readonly string[] = [
   'static.crates.io',
 ];
 
-/** Substrings of model ids of the frontier families held back from T1-T2 agents. */
-export const DEFAULT_FRONTIER_MODEL_MARKERS: readonly string[] = ['opus', 'o1-pro', 'o3-pro'];
-
-/** Output token limit above which a T1-T2 request is refused. */
-export const DEFAULT_MAX_TOKENS_CEILING = 65_536;
+/**
+ * Substrings of the model ids held back from T1-T2 agents: OpenAI's premium reasoning models (priced 10-40 times
+ * their standard siblings, and running for minutes per call) and the deep-research models, which search the web and
+ * act for minutes on their own. No mainstream client sends one by default (Claude Code's default is Opus, Codex
+ * CLI's a GPT-5 Codex model, the Vercel AI SDK and Cursor-style clients the model their user names), so the ceiling
+ * never refuses a tool as it ships. GPT-5 pro models (`gpt-5-pro`, `gpt-5.2-pro`, …) are matched by a clause of
+ * their own, since `-pro` alone would also catch other vendors' standard models (`gemini-2.5-pro`).
+ */
+export const DEFAULT_CEILING_MODEL_MARKERS: readonly string[] = ['o1-pro', 'o3-pro', 'deep-research'];
 
 function shipped(policy: Omit<Policy, 'enabled' | 'builtIn'>): Readonly<Policy> {
   return Object.freeze({ ...policy, enabled: true, builtIn: true });
@@ -77,17 +81,22 @@ export const AUTONOMY_MODEL_CEILING: Readonly<Policy> = shipped({
   name: 'autonomy-model-ceiling',
   kind: 'deny',
   appliesTo: ['llm'],
+  // The ceiling judges the model, never the request's max_tokens: clients send their model's whole output limit as
+  // max_tokens by default (Claude Code 64,000; the Vercel AI SDK's Anthropic provider up to 128,000), so a token
+  // ceiling refused tools as they ship while saying nothing about risk. Cost is the budget rules' to govern.
+  // An approved model-access request for the model lifts it (object.llm.modelAccessGranted), as its message says.
   match: [
-    'object.agent.autonomyLevel <= 2 && (',
-    `  ${celStringList(DEFAULT_FRONTIER_MODEL_MARKERS, false)}.exists(family, object.llm.model.contains(family)) ||`,
-    "  (object.llm.model.contains('gpt-5') && object.llm.model.contains('-pro')) ||",
-    `  object.llm.maxTokens > ${DEFAULT_MAX_TOKENS_CEILING}`,
+    'object.agent.autonomyLevel <= 2 && !object.llm.modelAccessGranted && (',
+    `  ${celStringList(DEFAULT_CEILING_MODEL_MARKERS, false)}.exists(marker, object.llm.model.contains(marker)) ||`,
+    "  (object.llm.model.contains('gpt-5') && object.llm.model.contains('-pro'))",
     ')',
   ].join('\n'),
   message:
-    'Denied: at autonomy tier T1 or T2 this model is above the ceiling (Opus, o1-pro, o3-pro and GPT-5 pro models, ' +
-    `or more than ${DEFAULT_MAX_TOKENS_CEILING} output tokens). Use a smaller model or a lower max tokens, ` +
-    'or request model access in Reins (console Security > Approvals, or the request tool of the reins MCP server).',
+    'Denied: at autonomy tier T1 or T2 this model is above the ceiling (the premium reasoning models o1-pro, o3-pro ' +
+    'and GPT-5 pro, and the deep-research models). Use a standard model of the same family, or request model access ' +
+    'for this model in Reins (console Security > Approvals, POST /api/v1/access-requests with type model_access, or ' +
+    "the request tool of the reins MCP server): once it is approved, the model passes this policy. An admin may " +
+    "also raise the agent's autonomy tier.",
 });
 
 export const AUTONOMY_AUDIT_AUTONOMOUS: Readonly<Policy> = shipped({
@@ -107,6 +116,30 @@ export const AUTONOMY_AUDIT_AUTONOMOUS: Readonly<Policy> = shipped({
     "can change data, or an outbound connection). Nothing to do unless it looks wrong; lower the agent's tier to " +
     'require approvals.',
 });
+
+/**
+ * Earlier shipped versions of the built-in policies (`match` and `message`, as released): a store still holding
+ * one of them word for word has never been edited, so start-up moves it to the current version (audited as
+ * `policy.upgrade`); a built-in an admin changed is left as they made it.
+ */
+export const SUPERSEDED_BUILT_IN_VERSIONS: readonly { name: string; match: string; message: string }[] = Object.freeze([
+  {
+    // The first version: it refused Opus (Claude Code's default model) and max_tokens above 65,536 (the
+    // Vercel AI SDK's default) at T1-T2, and its "request model access" remedy did not lift it.
+    name: 'autonomy-model-ceiling',
+    match: [
+      'object.agent.autonomyLevel <= 2 && (',
+      "  ['opus', 'o1-pro', 'o3-pro'].exists(family, object.llm.model.contains(family)) ||",
+      "  (object.llm.model.contains('gpt-5') && object.llm.model.contains('-pro')) ||",
+      '  object.llm.maxTokens > 65536',
+      ')',
+    ].join('\n'),
+    message:
+      'Denied: at autonomy tier T1 or T2 this model is above the ceiling (Opus, o1-pro, o3-pro and GPT-5 pro models, ' +
+      'or more than 65536 output tokens). Use a smaller model or a lower max tokens, ' +
+      'or request model access in Reins (console Security > Approvals, or the request tool of the reins MCP server).',
+  },
+]);
 
 export const BUILT_IN_POLICIES: readonly Readonly<Policy>[] = Object.freeze([
   AUTONOMY_TOOL_APPROVAL,

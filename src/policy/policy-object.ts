@@ -57,6 +57,11 @@ export interface LlmSection {
   stream: boolean;
   /** The requested output token limit; 0 when the request does not state one. */
   maxTokens: number;
+  /**
+   * The caller holds an active model-access grant (an approved `model_access` request) whose model glob covers
+   * `model`: what lets a granted model through the policies that judge models (the built-in ceiling among them).
+   */
+  modelAccessGranted: boolean;
 }
 
 export interface ToolAnnotations {
@@ -185,6 +190,7 @@ export function createPolicyObject(input: PolicyObjectInput): PolicyObject {
       model: llm.model ?? '',
       stream: llm.stream ?? false,
       maxTokens: llm.maxTokens ?? 0,
+      modelAccessGranted: llm.modelAccessGranted ?? false,
     },
     mcp: {
       server: mcp.server ?? '',
@@ -225,7 +231,7 @@ export const POLICY_OBJECT_SHAPE: PolicyObjectShape = {
   developer: { id: 'string', namespace: 'string', name: 'string', role: 'string' },
   session: { id: 'string' },
   request: { type: 'string' },
-  llm: { provider: 'string', route: 'string', model: 'string', stream: 'bool', maxTokens: 'int' },
+  llm: { provider: 'string', route: 'string', model: 'string', stream: 'bool', maxTokens: 'int', modelAccessGranted: 'bool' },
   mcp: {
     server: 'string',
     tool: 'string',

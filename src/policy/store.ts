@@ -6,7 +6,7 @@ import { recordAudit } from '../audit/audit.js';
 import type { Actor } from '../shared/actor.js';
 import { AppError, notFound } from '../shared/errors.js';
 import { Channels, notify, type Db, type Queryable } from '../store/db.js';
-import { BUILT_IN_POLICIES } from './built-in-policies.js';
+import { BUILT_IN_POLICIES, SUPERSEDED_BUILT_IN_VERSIONS } from './built-in-policies.js';
 import type { Policy, PolicyKind } from './compile-policy.js';
 import type { GovernedCallType } from '../shared/governed-call.js';
 
@@ -49,10 +49,34 @@ export async function getPolicy(q: Queryable, name: string): Promise<Policy> {
   return toPolicy(row);
 }
 
-/** Ships the built-in policies into a store that lacks them; an edited built-in is left as the admin made it. */
+const UPGRADE_ACTOR: Actor = { kind: 'system', name: 'upgrade' };
+
+/**
+ * Ships the built-in policies into a store that lacks them, and moves a built-in still exactly as an earlier
+ * release shipped it to the current version (audited `policy.upgrade`); an edited built-in is left as the admin made
+ * it. Conditional on the old text, so replicas starting together upgrade it once.
+ */
 export async function seedBuiltInPolicies(db: Db): Promise<void> {
   await db.transaction(async (tx) => {
     let added = 0;
+    for (const old of SUPERSEDED_BUILT_IN_VERSIONS) {
+      const current = BUILT_IN_POLICIES.find((p) => p.name === old.name);
+      if (!current) continue;
+      const r = await tx.query(
+        `UPDATE policies SET match = $2, message = $3 WHERE name = $1 AND built_in AND match = $4 AND message = $5`,
+        [old.name, current.match, current.message, old.match, old.message],
+      );
+      if (r.rowCount > 0) {
+        added += r.rowCount;
+        await recordAudit(tx, {
+          type: 'control',
+          action: 'policy.upgrade',
+          actor: UPGRADE_ACTOR,
+          subject: old.name,
+          data: { policy: old.name, oldMatch: old.match, match: current.match },
+        });
+      }
+    }
     for (const p of BUILT_IN_POLICIES) {
       const r = await tx.query(
         `INSERT INTO policies (name, kind, applies_to, match, message, approval_window_seconds, enabled, built_in)

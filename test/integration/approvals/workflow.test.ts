@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { adminWithToken, Client, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
-import { anthropic, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+import { anthropic, llmEvent, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 describeEachStore('approvals workflow', ({ store }) => {
   let w: GatewayWorld;
@@ -26,7 +26,7 @@ describeEachStore('approvals workflow', ({ store }) => {
   });
   after(async () => w.close());
 
-  const opus = () => anthropic(w.replica.url, devToken).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+  const premium = () => anthropic(w.replica.url, devToken).messages.create({ model: 'o3-pro', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
 
   test('a request is filed for the caller (never a body field); the justification comes back byte for byte', async () => {
     const justification = `<script>alert("x")</script> & <b>bold</b> \\u0000 ${'é'.repeat(3)} "quotes"`;
@@ -45,7 +45,7 @@ describeEachStore('approvals workflow', ({ store }) => {
   });
 
   test('approve creates an active grant that changes the next call; revoke changes it back at once', async () => {
-    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    await assert.rejects(premium(), Anthropic.PermissionDeniedError);
     const req = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'needs opus for the migration' })).body;
     assert.equal((await viewer.post(`/api/v1/access-requests/${req.id}/approve`, {})).status, 403, 'viewers never decide');
     const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { durationSeconds: 3600 });
@@ -53,7 +53,7 @@ describeEachStore('approvals workflow', ({ store }) => {
     assert.equal(approved.body.request.state, 'approved');
     assert.equal(approved.body.grant.state, 'active');
     assert.deepEqual(approved.body.grant.approvers, ['default/admin']);
-    await opus();
+    await premium();
     const notes = (await dev.get('/api/v1/notifications')).body.items;
     assert.ok(notes.some((n: any) => n.kind === 'request_approved' && /default\/admin approved/.test(n.message) && /Retry/.test(n.message)));
     assert.equal((await w.admin.post(`/api/v1/access-requests/${req.id}/deny`, { reason: 'changed my mind' })).status, 409, 'final');
@@ -62,11 +62,27 @@ describeEachStore('approvals workflow', ({ store }) => {
     assert.equal((await dev.delete(`/api/v1/policy-exceptions/${grants[0].id}`)).status, 403);
     const revoked = await w.admin.delete(`/api/v1/policy-exceptions/${grants[0].id}`);
     assert.deepEqual(revoked.body, { id: grants[0].id, state: 'revoked' });
-    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    await assert.rejects(premium(), Anthropic.PermissionDeniedError);
     assert.equal((await w.admin.delete(`/api/v1/policy-exceptions/${grants[0].id}`)).status, 409);
     const history = (await w.admin.get('/api/v1/policy-exceptions/history')).body.items;
     assert.equal(history.find((g: any) => g.id === grants[0].id).state, 'revoked');
     assert.ok((await dev.get('/api/v1/notifications')).body.items.some((n: any) => n.kind === 'grant_revoked'));
+  });
+
+  test("the model ceiling's remedy is true: an approved model-access request lets that model through, revoking it refuses again", async () => {
+    const monaToken = await developerWithToken(w.admin, 'eng/mona', 'developer');
+    const mona = w.admin.with(monaToken);
+    const ask = (model: string) => anthropic(w.replica.url, monaToken).messages.create({ model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    await assert.rejects(ask('gpt-5-pro'), (err: Error) => err instanceof Anthropic.PermissionDeniedError && /autonomy-model-ceiling/.test(err.message) && /request model access/.test(err.message));
+    const req = (await mona.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5-pro', justification: 'one hard proof' })).body;
+    const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { durationSeconds: 3600 });
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal((await ask('gpt-5-pro')).id, 'msg_fake');
+    // Access to one model is not an exception to the whole ceiling.
+    await assert.rejects(ask('o3-pro'), /autonomy-model-ceiling/);
+    await llmEvent(w.admin, (e) => e.data.model === 'gpt-5-pro' && e.data.decision === 'allow', `&identity=${encodeURIComponent('eng/mona')}`);
+    assert.equal((await w.admin.delete(`/api/v1/policy-exceptions/${approved.body.grant.id}`)).status, 200);
+    await assert.rejects(ask('gpt-5-pro'), /autonomy-model-ceiling/);
   });
 
   test('a grant ends by itself at its expiry: the next call is refused and History shows it expired', async () => {
@@ -74,10 +90,10 @@ describeEachStore('approvals workflow', ({ store }) => {
     // Far enough ahead that a busy machine still makes the call before it.
     const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { expiresAt: new Date(Date.now() + 5000).toISOString() });
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
-    await opus();
+    await premium();
     // Waited out by the grant's own expiry (whole seconds from the approval), not the one asked for.
     await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(approved.body.grant.expiresAt) - Date.now()) + 200));
-    await assert.rejects(opus(), Anthropic.PermissionDeniedError);
+    await assert.rejects(premium(), Anthropic.PermissionDeniedError);
     const history = (await w.admin.get('/api/v1/policy-exceptions/history')).body.items;
     assert.equal(history.find((g: any) => g.id === approved.body.grant.id).state, 'expired');
   });
@@ -99,7 +115,7 @@ describeEachStore('approvals workflow', ({ store }) => {
     const escalated = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { additionalApprovers: ['eng/lead', 'sec/olga'] });
     assert.equal(escalated.body.request.state, 'under_review');
     assert.equal(escalated.body.grant.state, 'active');
-    await opus();
+    await premium();
     // A developer named as a co-signer finds the request in their own list (and only requests that name them).
     const listed = (await cosigner.get('/api/v1/access-requests?state=under_review')).body.items;
     assert.deepEqual(listed.map((r: any) => r.id), [req.id]);
@@ -179,7 +195,7 @@ describeEachStore('approvals workflow', ({ store }) => {
 
   test('the next refusal relays the developer\'s own request: waiting, or denied with the reason verbatim', async () => {
     const tier = await developerWithToken(w.admin, 'eng/frank', 'developer');
-    const ask = () => anthropic(w.replica.url, tier).messages.create({ model: 'claude-opus-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    const ask = () => anthropic(w.replica.url, tier).messages.create({ model: 'gpt-5-pro', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
     const client = w.admin.with(tier);
     const req = (await client.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'please' })).body;
     await assert.rejects(ask(), new RegExp(`request ${req.id} is waiting for an admin`));
@@ -190,7 +206,7 @@ describeEachStore('approvals workflow', ({ store }) => {
   test('an exception scoped to a project counts only for calls that name that project (X-Reins-Project)', async () => {
     const token = await developerWithToken(w.admin, 'eng/hana', 'developer');
     const ask = (project?: string) =>
-      anthropic(w.replica.url, token, project ? { 'X-Reins-Project': project } : {}).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+      anthropic(w.replica.url, token, project ? { 'X-Reins-Project': project } : {}).messages.create({ model: 'o3-pro', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
     const req = (await w.admin.with(token).post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'repo-a only', projectScope: 'github.com/acme/repo-a' })).body;
     const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, {});
     assert.equal(approved.body.grant.projectScope, 'github.com/acme/repo-a');

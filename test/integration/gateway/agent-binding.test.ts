@@ -16,7 +16,7 @@ import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js'
 import { adminWithToken, ADMIN_TOKEN, describeEachStore, developerWithToken, enc, waitFor, type Client } from '../../helpers/harness.js';
 import { anthropic, llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
-const opus = (client: Anthropic) => client.messages.create({ model: 'claude-opus-4-1', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+const premium = (client: Anthropic) => client.messages.create({ model: 'o3-pro', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
 
 /** A CONNECT through the egress proxy with these headers; resolves with the proxy's status line and body. */
 function connectThrough(egressUrl: string, target: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
@@ -95,13 +95,13 @@ describeEachStore('gateway: X-Reins-Agent must name an agent bound to the develo
         return true;
       });
     }
-    await assert.rejects(opus(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot' })), (err: unknown) => {
+    await assert.rejects(premium(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot' })), (err: unknown) => {
       assert.ok(err instanceof Anthropic.PermissionDeniedError, String(err));
       assert.match(err.message, /owners of eng\/t4-bot/);
       return true;
     });
     assert.equal(w.fake.hits.length, hits, 'nothing reached the provider');
-    const event = await llmEvent(w.admin, (e) => e.data.refusal?.agent === 'eng/t4-bot' && e.data.model === 'claude-opus-4-1', `&identity=${enc('eng/alice')}`);
+    const event = await llmEvent(w.admin, (e) => e.data.refusal?.agent === 'eng/t4-bot' && e.data.model === 'o3-pro', `&identity=${enc('eng/alice')}`);
     assert.equal(event.outcome, 'refused');
     assert.equal(event.data.refusal.reason, 'agent_not_bound');
     assert.equal(event.data.developer, 'eng/alice');
@@ -111,32 +111,32 @@ describeEachStore('gateway: X-Reins-Agent must name an agent bound to the develo
 
   test('admins are not exempt: an admin must be bound like anyone', async () => {
     for (const token of [root, ADMIN_TOKEN]) {
-      await assert.rejects(opus(anthropic(w.replica.url, token, { 'X-Reins-Agent': 'eng/t4-bot' })), (err: unknown) => {
+      await assert.rejects(premium(anthropic(w.replica.url, token, { 'X-Reins-Agent': 'eng/t4-bot' })), (err: unknown) => {
         assert.ok(err instanceof Anthropic.PermissionDeniedError, String(err));
         assert.match(err.message, /not an agent identity bound to (eng\/root|default\/admin)/);
         return true;
       });
     }
     // eng/* covers the admin eng/root as it covers any developer of the namespace.
-    const ok = await opus(anthropic(w.replica.url, root, { 'X-Reins-Agent': 'eng/team-bot' }));
+    const ok = await premium(anthropic(w.replica.url, root, { 'X-Reins-Agent': 'eng/team-bot' }));
     assert.equal(ok.id, 'msg_fake');
   });
 
   test('LLM: bound directly, the call proceeds as the agent with its tier (T4 passes the model ceiling); the change applies at once', async () => {
-    // The developer's own tool is T2: Opus is above its ceiling.
-    await assert.rejects(opus(anthropic(w.replica.url, alice)), /autonomy-model-ceiling/);
+    // The developer's own tool is T2: o3-pro is above its ceiling.
+    await assert.rejects(premium(anthropic(w.replica.url, alice)), /autonomy-model-ceiling/);
     assert.equal((await setOwners(w.admin, 'eng/t4-bot', ['eng/alice'])).status, 200);
-    const ok = await opus(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot', 'X-Reins-Session': 'bound-1' }));
+    const ok = await premium(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot', 'X-Reins-Session': 'bound-1' }));
     assert.equal(ok.id, 'msg_fake');
     const event = await llmEvent(w.admin, (e) => e.data.session === 'bound-1', `&identity=${enc('eng/t4-bot')}`);
     assert.equal(event.outcome, 'ok');
     assert.deepEqual(event.data.agent, { id: 'eng/t4-bot', tier: 'T4', explicitTier: true });
     assert.equal(event.data.developer, 'eng/alice');
     // Bob is not an owner of eng/t4-bot.
-    await assert.rejects(opus(anthropic(w.replica.url, bob, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/bob/);
+    await assert.rejects(premium(anthropic(w.replica.url, bob, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/bob/);
     // Removed: refused again on the very next call.
     assert.equal((await setOwners(w.admin, 'eng/t4-bot', [])).status, 200);
-    await assert.rejects(opus(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/alice/);
+    await assert.rejects(premium(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/alice/);
   });
 
   test('LLM: a namespace rule binds every developer of the namespace and no other; policies see the agent and the developer', async () => {
@@ -148,14 +148,14 @@ describeEachStore('gateway: X-Reins-Agent must name an agent bound to the develo
       message: 'Bob does not drive the team bot.',
     });
     assert.equal(policy.status, 201, JSON.stringify(policy.body));
-    const asAlice = await opus(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/team-bot' }));
+    const asAlice = await premium(anthropic(w.replica.url, alice, { 'X-Reins-Agent': 'eng/team-bot' }));
     assert.equal(asAlice.id, 'msg_fake');
-    await assert.rejects(opus(anthropic(w.replica.url, bob, { 'X-Reins-Agent': 'eng/team-bot' })), (err: unknown) => {
+    await assert.rejects(premium(anthropic(w.replica.url, bob, { 'X-Reins-Agent': 'eng/team-bot' })), (err: unknown) => {
       assert.ok(err instanceof Anthropic.PermissionDeniedError);
       assert.match(err.message, /no-bob-as-team-bot/);
       return true;
     });
-    await assert.rejects(opus(anthropic(w.replica.url, carol, { 'X-Reins-Agent': 'eng/team-bot' })), (err: unknown) => {
+    await assert.rejects(premium(anthropic(w.replica.url, carol, { 'X-Reins-Agent': 'eng/team-bot' })), (err: unknown) => {
       assert.ok(err instanceof Anthropic.PermissionDeniedError);
       assert.match(err.message, /owners of eng\/team-bot/);
       return true;
@@ -224,14 +224,14 @@ describeEachStore('gateway: X-Reins-Agent must name an agent bound to the develo
   test('a deleted developer stops counting: the entry goes with them, and a new identity with the same id does not inherit it', async () => {
     const dave = await developerWithToken(w.admin, 'eng/dave', 'developer');
     assert.equal((await setOwners(w.admin, 'eng/t4-bot', ['eng/dave', 'ops/*'])).status, 200);
-    assert.equal((await opus(anthropic(w.replica.url, dave, { 'X-Reins-Agent': 'eng/t4-bot' }))).id, 'msg_fake');
+    assert.equal((await premium(anthropic(w.replica.url, dave, { 'X-Reins-Agent': 'eng/t4-bot' }))).id, 'msg_fake');
     assert.equal((await w.admin.delete(`/api/v1/identities?id=${enc('eng/dave')}`)).status, 200);
     const detail = await w.admin.get(`/api/v1/identities/detail?id=${enc('eng/t4-bot')}`);
     assert.deepEqual(detail.body.owners, ['ops/*']);
     const again = await developerWithToken(w.admin, 'eng/dave', 'developer');
-    await assert.rejects(opus(anthropic(w.replica.url, again, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/dave/);
+    await assert.rejects(premium(anthropic(w.replica.url, again, { 'X-Reins-Agent': 'eng/t4-bot' })), /not an agent identity bound to eng\/dave/);
     // The namespace rule still holds for the others.
-    assert.equal((await opus(anthropic(w.replica.url, carol, { 'X-Reins-Agent': 'eng/t4-bot' }))).id, 'msg_fake');
+    assert.equal((await premium(anthropic(w.replica.url, carol, { 'X-Reins-Agent': 'eng/t4-bot' }))).id, 'msg_fake');
     assert.equal((await setOwners(w.admin, 'eng/t4-bot', [])).status, 200);
   });
 });

@@ -81,9 +81,20 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal((await decisions()).length, 1, 'still one decision: the end adds none');
   });
 
-  test('the model ceiling refuses Opus at T2 and T1 in the client protocol, and allows it at T3', async () => {
+  test("the clients' defaults pass at the default tier: Claude Code's model and max_tokens, the AI SDK's 128,000, Codex's unset limit", async () => {
+    const dev = anthropic(w.replica.url, pat);
+    // The SDK insists on streaming at these limits, as Claude Code does anyway.
+    const ask = (model: string, maxTokens: number) => dev.messages.stream({ model, max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.ok((await ask('claude-opus-4-8', 64_000)).content.length > 0);
+    assert.ok((await ask('claude-haiku-4-5-20251001', 32_000)).content.length > 0);
+    assert.ok((await ask('claude-sonnet-4-5', 128_000)).content.length > 0);
+    const codex = await openai(w.replica.url, pat).responses.create({ model: 'gpt-5.1-codex-max', input: 'hi' });
+    assert.ok(codex.id);
+  });
+
+  test('the model ceiling refuses a premium model (o3-pro) at T2 and T1 in the client protocol, and allows it at T3', async () => {
     const client = anthropic(w.replica.url, agentKey);
-    const ask = () => client.messages.create({ model: 'claude-opus-4-1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    const ask = () => client.messages.create({ model: 'o3-pro', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
     for (const tier of ['', 'T1']) {
       await w.admin.put(`/api/v1/identities/autonomy-tier?id=${enc('eng/builder')}`, { tier });
       await assert.rejects(ask(), (err: unknown) => {
@@ -133,10 +144,10 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal((await w.admin.put(`/api/v1/identities/owners?id=${enc('eng/reviewer-bot')}`, { owners: ['eng/alice'] })).status, 200);
     const asBot = anthropic(w.replica.url, pat, { 'X-Reins-Agent': 'eng/reviewer-bot' });
     await assert.rejects(
-      asBot.messages.create({ model: 'claude-opus-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      asBot.messages.create({ model: 'gpt-5-pro', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
       /autonomy-model-ceiling/,
     );
-    const refused = await llmEvent(w.admin, (e) => e.data.model === 'claude-opus-4-5', `&identity=${enc('eng/reviewer-bot')}`);
+    const refused = await llmEvent(w.admin, (e) => e.data.model === 'gpt-5-pro', `&identity=${enc('eng/reviewer-bot')}`);
     assert.equal(refused.data.agent.tier, 'T1');
     assert.equal(refused.outcome, 'refused');
     assert.equal(refused.data.developer, 'eng/alice');
@@ -213,7 +224,7 @@ describeEachStore('gateway: governed calls', ({ store }) => {
     assert.equal((await w.admin.delete('/api/v1/policies/autonomy-model-ceiling')).status, 409);
     const off = await w.admin.put('/api/v1/policies/autonomy-model-ceiling', { ...current, enabled: false });
     assert.equal(off.status, 200, JSON.stringify(off.body));
-    const ok = await anthropic(w.replica.url, agentKey).messages.create({ model: 'claude-opus-4-1', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    const ok = await anthropic(w.replica.url, agentKey).messages.create({ model: 'o3-pro', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(ok.id, 'msg_fake');
     await w.admin.put('/api/v1/policies/autonomy-model-ceiling', { ...current, enabled: true });
   });

@@ -29,13 +29,13 @@ describeEachStore('gateway: grants change the next call', ({ store }) => {
   after(async () => w.close());
 
   test('an exception exempts its holder from one policy, and stops counting once removed', async () => {
-    const opus = (token: string) => anthropic(w.replica.url, token).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
-    await assert.rejects(opus(pat), /autonomy-model-ceiling/);
+    const premium = (token: string) => anthropic(w.replica.url, token).messages.create({ model: 'o3-pro', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    await assert.rejects(premium(pat), /autonomy-model-ceiling/);
     held.set('eng/grace', { exemptPolicies: new Set(['autonomy-model-ceiling']), extraModels: [], budgetTopUps: [] });
-    await opus(pat);
-    await assert.rejects(opus(other), /autonomy-model-ceiling/, 'only the holder is exempt');
+    await premium(pat);
+    await assert.rejects(premium(other), /autonomy-model-ceiling/, 'only the holder is exempt');
     held.delete('eng/grace');
-    await assert.rejects(opus(pat), /autonomy-model-ceiling/);
+    await assert.rejects(premium(pat), /autonomy-model-ceiling/);
     assert.ok(asked.filter((id) => id === 'eng/grace').length >= 3, 'asked on every call');
   });
 

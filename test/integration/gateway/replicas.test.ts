@@ -27,7 +27,7 @@ async function within2s(attempt: () => Promise<unknown>, limitMs = 2000): Promis
   }
 }
 
-const opus = (client: Anthropic) => client.messages.create({ model: 'claude-opus-4-1', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+const premium = (client: Anthropic) => client.messages.create({ model: 'o3-pro', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
 
 describe('gateway on two replicas of one PostgreSQL', { skip: !storeKinds().includes('postgres') }, async () => {
   if (!(await postgresReachable())) return;
@@ -60,19 +60,19 @@ describe('gateway on two replicas of one PostgreSQL', { skip: !storeKinds().incl
 
   test('a tier change through A changes the outcome of the next request on B within 2 s, both ways', async () => {
     const onB = anthropic(b.url, key);
-    await assert.rejects(opus(onB), Anthropic.PermissionDeniedError, 'T2 is below the model ceiling');
+    await assert.rejects(premium(onB), Anthropic.PermissionDeniedError, 'T2 is below the model ceiling');
     assert.equal((await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('ops/deployer')}`, { tier: 'T3' })).status, 200);
-    const up = await within2s(() => opus(onB));
+    const up = await within2s(() => premium(onB));
     assert.equal((await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('ops/deployer')}`, { tier: 'T1' })).status, 200);
-    const down = await within2s(() => assert.rejects(opus(onB), /autonomy-model-ceiling/));
+    const down = await within2s(() => assert.rejects(premium(onB), /autonomy-model-ceiling/));
     assert.ok(up <= 2000 && down <= 2000, `took ${up} ms and ${down} ms`);
   });
 
   test('without NOTIFY, the periodic re-read brings a tier change to a third replica', async () => {
     await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('ops/deployer')}`, { tier: 'T4' });
-    await within2s(() => opus(anthropic(quiet.url, key)), 3000);
+    await within2s(() => premium(anthropic(quiet.url, key)), 3000);
     await adminA.put(`/api/v1/identities/autonomy-tier?id=${enc('ops/deployer')}`, { tier: 'T1' });
-    await within2s(() => assert.rejects(opus(anthropic(quiet.url, key))), 3000);
+    await within2s(() => assert.rejects(premium(anthropic(quiet.url, key))), 3000);
   });
 
   test('a policy created through A applies on B within 2 s, and its removal too', async () => {

@@ -28,7 +28,7 @@ describeEachStore('identity deletion and revoked credentials', ({ store }) => {
   after(async () => w.close());
 
   const ask = (token: string, content: string) => openai(w.replica.url, token).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content }] });
-  const opus = (token: string) => anthropic(w.replica.url, token).messages.create({ model: 'claude-opus-4-1', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+  const premium = (token: string) => anthropic(w.replica.url, token).messages.create({ model: 'o3-pro', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
 
   async function pending(match: (e: any) => boolean): Promise<any> {
     let entry: any;
@@ -50,7 +50,7 @@ describeEachStore('identity deletion and revoked credentials', ({ store }) => {
     const granted = (await dev.post('/api/v1/access-requests', { type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'opus' })).body;
     const approval = await w.admin.post(`/api/v1/access-requests/${granted.id}/approve`, {});
     assert.equal(approval.body.grant.state, 'active');
-    await opus(token);
+    await premium(token);
     const open = (await dev.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5', justification: 'try it' })).body;
     const heldCall = ask(token, 'leaving soon');
     heldCall.catch(() => undefined);
@@ -81,7 +81,7 @@ describeEachStore('identity deletion and revoked credentials', ({ store }) => {
     assert.deepEqual((await dev.get('/api/v1/notifications')).body.items, []);
     assert.equal((await dev.get(`/api/v1/access-requests/${open.id}`)).status, 404);
     assert.equal((await dev.get(`/api/v1/policy-exceptions/${approval.body.grant.id}`)).status, 404);
-    await assert.rejects(opus(token), Anthropic.PermissionDeniedError);
+    await assert.rejects(premium(token), Anthropic.PermissionDeniedError);
     // Admins still see the history.
     assert.ok((await w.admin.get('/api/v1/policy-exceptions/history')).body.items.some((g: any) => g.id === approval.body.grant.id));
   });

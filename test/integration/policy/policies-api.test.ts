@@ -1,7 +1,8 @@
 /** The policy routes: CRUD, compile errors with positions, built-ins, the dry run, roles and audit. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BUILT_IN_POLICIES } from '../../../src/policy/built-in-policies.js';
+import { AUTONOMY_MODEL_CEILING, BUILT_IN_POLICIES, SUPERSEDED_BUILT_IN_VERSIONS } from '../../../src/policy/built-in-policies.js';
+import { seedBuiltInPolicies } from '../../../src/policy/store.js';
 import { Client, describeEachStore, developerWithToken, startTestReplica, ADMIN_TOKEN } from '../../helpers/harness.js';
 import type { Replica } from '../../../src/app/server.js';
 
@@ -35,6 +36,25 @@ describeEachStore('policies API', ({ store }) => {
       assert.equal(p.builtIn, true);
       assert.equal(p.enabled, true);
     }
+  });
+
+  test('a built-in still as an earlier release shipped it is upgraded at start-up (audited); an edited one is left alone', async () => {
+    const old = SUPERSEDED_BUILT_IN_VERSIONS[0]!;
+    const setText = (match: string, message: string) =>
+      replica.db.query('UPDATE policies SET match = $2, message = $3 WHERE name = $1', [old.name, match, message]);
+    await setText(old.match, old.message);
+    await seedBuiltInPolicies(replica.db);
+    const upgraded = (await admin.get(`/api/v1/policies/${old.name}`)).body;
+    assert.equal(upgraded.match, AUTONOMY_MODEL_CEILING.match);
+    assert.equal(upgraded.message, AUTONOMY_MODEL_CEILING.message);
+    const events = (await admin.get('/api/v1/audit-events?type=control&action=policy.upgrade')).body.items;
+    assert.equal(events.length, 1);
+    assert.equal(events[0].subject, old.name);
+    const edited = old.match.replace('65536', '100000');
+    await setText(edited, old.message);
+    await seedBuiltInPolicies(replica.db);
+    assert.equal((await admin.get(`/api/v1/policies/${old.name}`)).body.match, edited, "an admin's edit stays");
+    await setText(AUTONOMY_MODEL_CEILING.match, AUTONOMY_MODEL_CEILING.message);
   });
 
   test('create, read, replace and delete a policy; every change is audited', async () => {
@@ -95,7 +115,7 @@ describeEachStore('policies API', ({ store }) => {
 
   test('the dry run answers the decision and each policy part, for each built-in at each tier', async () => {
     const cases: { object: Record<string, unknown>; expect: Record<string, string> }[] = [
-      { object: { request: { type: 'llm' }, llm: { model: 'claude-opus-4-1' } }, expect: { T1: 'deny', T2: 'deny', T3: 'allow', T4: 'allow' } },
+      { object: { request: { type: 'llm' }, llm: { model: 'o3-pro' } }, expect: { T1: 'deny', T2: 'deny', T3: 'allow', T4: 'allow' } },
       { object: { request: { type: 'mcp' }, mcp: { tool: 'delete_repo', annotations: { readOnlyHint: false, destructiveHint: true } } }, expect: { T1: 'approve', T2: 'approve', T3: 'approve', T4: 'allow' } },
       { object: { request: { type: 'mcp' }, mcp: { tool: 'create_issue', annotations: { readOnlyHint: false, destructiveHint: false } } }, expect: { T1: 'approve', T2: 'allow', T3: 'allow', T4: 'allow' } },
       { object: { request: { type: 'mcp' }, mcp: { tool: 'read_file', annotations: { readOnlyHint: true } } }, expect: { T1: 'allow', T2: 'allow', T3: 'allow', T4: 'allow' } },
@@ -122,7 +142,7 @@ describeEachStore('policies API', ({ store }) => {
     assert.equal(r.body.decision.decidingPolicy.name, 'draft-deny-o3');
     assert.equal((await admin.get('/api/v1/policies/draft-deny-o3')).status, 404, 'a dry run stores nothing');
     const exempt = await viewer.post('/api/v1/policies/evaluate', {
-      object: { llm: { model: 'claude-opus-4-1' }, agent: { autonomyTier: 'T1' } },
+      object: { llm: { model: 'o3-pro' }, agent: { autonomyTier: 'T1' } },
       exemptPolicies: ['autonomy-model-ceiling'],
     });
     assert.equal(exempt.body.decision.outcome, 'allow');

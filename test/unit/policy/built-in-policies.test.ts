@@ -8,6 +8,7 @@ import {
   AUTONOMY_TOOL_APPROVAL,
   BUILT_IN_POLICIES,
   DEFAULT_EGRESS_ALLOW_LIST,
+  SUPERSEDED_BUILT_IN_VERSIONS,
 } from '../../../src/policy/built-in-policies.js';
 import { POLICY_NAME_PATTERN, compilePolicy } from '../../../src/policy/compile-policy.js';
 import type { CompiledPolicy } from '../../../src/policy/compile-policy.js';
@@ -108,21 +109,28 @@ describe('built-in Autonomy Governance policies', () => {
     });
   });
 
-  describe('autonomy-model-ceiling keeps frontier models and huge outputs from T1-T2 agents', () => {
+  describe('autonomy-model-ceiling keeps the premium and deep-research models from T1-T2 agents, and no client default', () => {
     const table: { model: string; maxTokens?: number; expected: PerTier<Outcome> }[] = [
       { model: 'claude-sonnet-4-5', expected: ['allow', 'allow', 'allow', 'allow'] },
-      { model: 'claude-opus-4-1-20250805', expected: ['deny', 'deny', 'allow', 'allow'] },
-      { model: 'us.anthropic.claude-opus-4-1-20250805-v1:0', expected: ['deny', 'deny', 'allow', 'allow'] },
-      { model: 'claude-3-opus-20240229', expected: ['deny', 'deny', 'allow', 'allow'] },
+      // Claude Code's default model and max_tokens (2.1.x), and its small model's.
+      { model: 'claude-opus-4-8', maxTokens: 64_000, expected: ['allow', 'allow', 'allow', 'allow'] },
+      { model: 'claude-haiku-4-5-20251001', maxTokens: 32_000, expected: ['allow', 'allow', 'allow', 'allow'] },
+      { model: 'us.anthropic.claude-opus-4-1-20250805-v1:0', expected: ['allow', 'allow', 'allow', 'allow'] },
+      // The Vercel AI SDK's Anthropic provider sends the model's whole output limit.
+      { model: 'claude-sonnet-4-5', maxTokens: 128_000, expected: ['allow', 'allow', 'allow', 'allow'] },
+      // Codex CLI's models, with no max_output_tokens.
+      { model: 'gpt-5.1-codex-max', expected: ['allow', 'allow', 'allow', 'allow'] },
+      { model: 'gpt-5.2-codex', maxTokens: 0, expected: ['allow', 'allow', 'allow', 'allow'] },
+      { model: 'gemini-2.5-pro', expected: ['allow', 'allow', 'allow', 'allow'] },
       { model: 'o1-pro', expected: ['deny', 'deny', 'allow', 'allow'] },
       { model: 'o3-pro-2025-06-10', expected: ['deny', 'deny', 'allow', 'allow'] },
+      { model: 'o3-deep-research', expected: ['deny', 'deny', 'allow', 'allow'] },
+      { model: 'o4-mini-deep-research-2025-06-26', expected: ['deny', 'deny', 'allow', 'allow'] },
       { model: 'o3', expected: ['allow', 'allow', 'allow', 'allow'] },
       { model: 'gpt-5-pro', expected: ['deny', 'deny', 'allow', 'allow'] },
       { model: 'gpt-5.2-pro', expected: ['deny', 'deny', 'allow', 'allow'] },
       { model: 'gpt-5', expected: ['allow', 'allow', 'allow', 'allow'] },
-      { model: 'gpt-5-mini', maxTokens: 65_536, expected: ['allow', 'allow', 'allow', 'allow'] },
-      { model: 'gpt-5-mini', maxTokens: 65_537, expected: ['deny', 'deny', 'allow', 'allow'] },
-      { model: 'gpt-5-mini', maxTokens: 0, expected: ['allow', 'allow', 'allow', 'allow'] },
+      { model: 'gpt-5-mini', maxTokens: 200_000, expected: ['allow', 'allow', 'allow', 'allow'] },
     ];
     for (const row of table) {
       const label = `${row.model}${row.maxTokens === undefined ? '' : ` with ${row.maxTokens} max tokens`}`;
@@ -134,10 +142,20 @@ describe('built-in Autonomy Governance policies', () => {
       });
     }
 
-    test('the denial offers a model-access request', () => {
-      const decision = evaluate(builtIns, llmCall('T2', { model: 'claude-opus-4-1' }));
+    test('the denial offers a model-access request, and a granted model passes', () => {
+      const decision = evaluate(builtIns, llmCall('T2', { model: 'gpt-5-pro' }));
       assert.equal(decision.decidingPolicy?.name, AUTONOMY_MODEL_CEILING.name);
       assert.match(decision.decidingPolicy?.message ?? '', /request model access/);
+      assert.equal(evaluate(builtIns, llmCall('T1', { model: 'gpt-5-pro', modelAccessGranted: true })).outcome, 'allow');
+    });
+
+    test('the first shipped version is kept word for word, so an unedited store is upgraded', () => {
+      const old = SUPERSEDED_BUILT_IN_VERSIONS.find((v) => v.name === AUTONOMY_MODEL_CEILING.name);
+      assert.ok(old, 'the superseded ceiling is listed');
+      const compiled = compilePolicy({ ...AUTONOMY_MODEL_CEILING, match: old.match, message: old.message });
+      assert.ok(compiled.ok);
+      // The old version refused Claude Code's default model: what the upgrade is for.
+      assert.equal(evaluate([compiled.compiled], llmCall('T2', { model: 'claude-opus-4-8', maxTokens: 64_000 })).outcome, 'deny');
     });
   });
 
@@ -171,7 +189,7 @@ describe('built-in Autonomy Governance policies', () => {
     const input = {
       request: { type: 'llm' as const },
       agent: { id: 'prod/coder', autonomyTier: 'T2' as AutonomyTier },
-      llm: { model: 'claude-opus-4-1' },
+      llm: { model: 'o3-pro' },
     };
     assert.equal(evaluate(builtIns, createPolicyObject(input)).outcome, 'deny');
     assert.equal(

@@ -27,7 +27,7 @@ function refused(sample: unknown): SampleFieldError[] {
 
 describe('dry run of a sample request', () => {
   test('a partial LLM sample is completed with defaults (tier T2) and evaluated against the built-ins', () => {
-    const result = run({ request: { type: 'llm' }, llm: { model: 'claude-opus-4-1' } });
+    const result = run({ request: { type: 'llm' }, llm: { model: 'o3-pro' } });
     assert.equal(result.decision.outcome, 'deny');
     assert.equal(result.decision.decidingPolicy?.name, 'autonomy-model-ceiling');
     assert.equal(result.object.agent.autonomyTier, 'T2');
