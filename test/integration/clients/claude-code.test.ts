@@ -181,4 +181,31 @@ describeEachStore('Claude Code through Reins', ({ store }) => {
     assert.ok(run.stdout.includes(`${CODING_TOOL_TEXT.afterTool}contents of README.md`), described(run));
     assert.deepEqual(mcp.toolCalls().slice(toolCallsBefore), [{ name: 'read_file', arguments: { path: 'README.md' } }]);
   });
+
+  test("a refusal reaches the developer with Reins' message and is not retried (403 policy, 429 budget)", { skip }, async () => {
+    // Another developer, so the rules bind nobody else's calls.
+    const bobPat = await developerWithToken(admin, 'eng/bob', 'developer');
+    const bobRefusals = async () =>
+      (await admin.get(`/api/v1/audit-events?type=llm&limit=200&identity=${enc('eng/bob')}`)).body.items.filter((e: any) => e.outcome === 'refused');
+    const policy = { name: 'bob-paused', kind: 'deny', appliesTo: ['llm'], match: "object.developer.id == 'eng/bob'", message: 'paused for bob', enabled: true };
+    assert.equal((await admin.post('/api/v1/policies', policy)).status, 201);
+    const denied = await claude('say hi', { ANTHROPIC_AUTH_TOKEN: bobPat });
+    assert.equal(denied.code, 1, described(denied));
+    // Claude Code labels every 403 "Failed to authenticate"; Reins' message follows it.
+    assert.ok(denied.stdout.includes('403 Reins policy "bob-paused" denied this request: paused for bob'), described(denied));
+    await waitFor(async () => (await bobRefusals()).length > 0, WAIT_MS);
+    assert.equal((await bobRefusals()).length, 1, 'one request: Claude Code did not retry the 403');
+    assert.equal((await admin.delete('/api/v1/policies/bob-paused')).status, 200);
+
+    // A budget refuses once it is used up: the first call reserves its estimate and passes, the next is refused.
+    const rule = await admin.post('/api/v1/budget-rules', { name: 'bob-tiny', scope: 'eng/bob', pattern: '*', limitUsd: 0.000001, period: 'day' });
+    assert.equal(rule.status, 201);
+    const first = await claude('say hi', { ANTHROPIC_AUTH_TOKEN: bobPat });
+    assert.equal(first.code, 0, described(first));
+    const over = await claude('say hi', { ANTHROPIC_AUTH_TOKEN: bobPat });
+    assert.equal(over.code, 1, described(over));
+    assert.ok(over.stdout.includes('429') && over.stdout.includes('budget "bob-tiny"'), described(over));
+    await waitFor(async () => (await bobRefusals()).length > 1, WAIT_MS);
+    assert.deepEqual((await bobRefusals()).map((e: any) => e.data.refusal?.reason), ['budget', 'policy'], 'one request: Claude Code did not retry the 429');
+  });
 });
