@@ -165,8 +165,8 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   app = Fastify({
     // The data plane is served on node:http objects before Fastify's request pipeline (see planes/llm/routes.ts).
     // HTTP/1.1 and HTTP/2 on one port, cleartext or TLS (listener.ts): every request takes the same way in.
-    serverFactory: (handler) =>
-      createListener(
+    serverFactory: (handler, options) => {
+      const server = createListener(
         (req, res) => {
           const url = req.url ?? '';
           if (isGatewayRequest(url)) gateway.handle(req, res);
@@ -175,7 +175,14 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
           else handler(req, res);
         },
         { tls: deps.tls ?? null },
-      ),
+      );
+      // What Fastify sets on a server it creates itself and not on a factory's: without it Node's 5 s idle keep-alive
+      // applies, shorter than load balancers' and clients' own (a reused idle connection then meets a reset).
+      const { keepAliveTimeout, requestTimeout } = options as { keepAliveTimeout?: number; requestTimeout?: number };
+      server.keepAliveTimeout = keepAliveTimeout ?? 72_000;
+      if (typeof requestTimeout === 'number') server.requestTimeout = requestTimeout;
+      return server;
+    },
     logger: deps.logger,
     bodyLimit: deps.config.http.bodyLimitBytes,
     trustProxy: deps.config.http.trustProxy,
