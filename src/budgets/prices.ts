@@ -130,7 +130,8 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // Anthropic. Ids are `claude-<family>-<version>` aliases and `-YYYYMMDD` snapshots (`claude-opus-4-0`
   // and `claude-opus-4-20250514` are the same model).
   ...family('anthropic', ['claude-fable-5*', 'claude-mythos-5*'], claude(10, 50)),
-  ...family('anthropic', ['claude-opus-5*'], claude(5, 25)),
+  // Opus 5 itself (not Opus 5.5, whose price is not published here yet: it takes the fallback).
+  ...family('anthropic', ['claude-opus-5', 'claude-opus-5-20*'], claude(5, 25)),
   // Claude Code's `sonnet` alias.
   ...family('anthropic', ['claude-sonnet-5*'], claude(2, 10)),
   ...family('anthropic', ['claude-opus-4-8*', 'claude-opus-4-7*', 'claude-opus-4-6*', 'claude-opus-4-5*'], claude(5, 25)),
@@ -151,8 +152,8 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // inference-profile or foundation-model ARN, hence the leading `*`.
   ...family('bedrock', ['*anthropic.claude-fable-5*', '*anthropic.claude-mythos-5*'], claudeRegional(10, 50)),
   ...family('bedrock', ['*global.anthropic.claude-fable-5*', '*global.anthropic.claude-mythos-5*'], claude(10, 50)),
-  ...family('bedrock', ['*anthropic.claude-opus-5*'], claudeRegional(5, 25)),
-  ...family('bedrock', ['*global.anthropic.claude-opus-5*'], claude(5, 25)),
+  ...family('bedrock', ['*anthropic.claude-opus-5-v*', '*anthropic.claude-opus-5-20*'], claudeRegional(5, 25)),
+  ...family('bedrock', ['*global.anthropic.claude-opus-5-v*', '*global.anthropic.claude-opus-5-20*'], claude(5, 25)),
   ...family('bedrock', ['*anthropic.claude-sonnet-5*'], claudeRegional(2, 10)),
   ...family('bedrock', ['*global.anthropic.claude-sonnet-5*'], claude(2, 10)),
   ...family('bedrock', ['*anthropic.claude-opus-4-8*', '*anthropic.claude-opus-4-7*', '*anthropic.claude-opus-4-6*', '*anthropic.claude-opus-4-5*'], claudeRegional(5, 25)),

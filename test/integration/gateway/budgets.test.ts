@@ -72,7 +72,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     assert.ok(admitted >= 1 && refused.length >= 1, `admitted ${admitted}, refused ${refused.length}`);
     for (const r of refused) {
-      assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
+      assert.ok(r.reason instanceof OpenAI.APIError && r.reason.status === 402, String(r.reason));
       assert.match(r.reason.message, /racer daily.*used up.*budget top-up/);
       assert.equal(r.reason.headers?.get('x-should-retry'), 'false');
     }
@@ -99,7 +99,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
         (err: unknown) => err,
       );
       if (outcome !== 'admitted') {
-        assert.ok(outcome instanceof OpenAI.RateLimitError, String(outcome));
+        assert.ok(outcome instanceof OpenAI.APIError && outcome.status === 402, String(outcome));
         break;
       }
       sequential += 1;
@@ -127,7 +127,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
             await client.chat.completions.create({ model: DEAR, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
             admitted++;
           } catch (err) {
-            assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+            assert.ok(err instanceof OpenAI.APIError && err.status === 402, String(err));
             return;
           }
         }
