@@ -6,7 +6,8 @@
  * Without it, the caller's `traceparent` goes upstream unchanged and is recorded on the audit event.
  */
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { ProxyAgent, fetch as undiciFetch } from 'undici';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
@@ -100,14 +101,28 @@ describeEachStore('OpenTelemetry spans of governed calls', ({ store }) => {
     receiver = await startOtlpReceiver();
     upstream = await startMcpUpstream();
     const tracing = tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'reins-under-test', OTEL_BSP_SCHEDULE_DELAY: '50' });
-    w = await startGatewayWorld(store(), { tracing, mcpServers: [{ name: 'tools', url: upstream.url, headers: {} }] });
+    origin = createServer((req, res) => {
+      originHeaders.push(req.headers);
+      res.end('hello from origin');
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    w = await startGatewayWorld(store(), {
+      tracing,
+      mcpServers: [{ name: 'tools', url: upstream.url, headers: {} }],
+      // The origin is on loopback, which the default list closes.
+      egress: { port: 0, deniedNetworks: ['169.254.0.0/16'] },
+    });
     key = await agentWithKey(w.admin, 'eng/traced-bot');
   });
   after(async () => {
     await w?.close();
     await upstream?.close();
     await receiver?.close();
+    origin?.closeAllConnections();
+    origin?.close();
   });
+  let origin: Server;
+  const originHeaders: IncomingHttpHeaders[] = [];
 
   async function spanWhere(what: string, match: (s: ExportedSpan) => boolean): Promise<ExportedSpan> {
     await waitFor(() => receiver.spans.some(match), WAIT_MS);
@@ -172,6 +187,31 @@ describeEachStore('OpenTelemetry spans of governed calls', ({ store }) => {
     assert.ok(post, `the tools/call POST did not carry Reins' span: ${upstream.hits.map((h) => h.headers.traceparent).join(', ')}`);
     // Messages Reins does not govern (initialize, tools/list) carry the caller's own trace context.
     assert.ok(upstream.hits.some((h) => h.headers.traceparent === parentHeader(TRACE_ID, parent)));
+  });
+
+  test('an egress request: an HTTP client span, parent of the request the origin gets', async () => {
+    await w.admin.put(`/api/v1/identities/autonomy-tier?id=${encodeURIComponent('eng/traced-bot')}`, { tier: 'T3' });
+    const parent = hex(16);
+    const port = (origin.address() as AddressInfo).port;
+    const agent = new ProxyAgent({ uri: w.replica.egressUrl!.replace('http://', `http://agent:${key}@`), proxyTunnel: false });
+    try {
+      const r = await undiciFetch(`http://localhost:${port}/traced`, { dispatcher: agent, headers: { traceparent: parentHeader(TRACE_ID, parent) } });
+      assert.equal(await r.text(), 'hello from origin');
+    } finally {
+      await agent.close();
+      await w.admin.put(`/api/v1/identities/autonomy-tier?id=${encodeURIComponent('eng/traced-bot')}`, { tier: '' });
+    }
+    const span = await spanWhere('for the egress request', (s) => s.parentSpanId === parent && s.attributes['reins.plane'] === 'egress');
+    assert.equal(span.name, 'GET');
+    assert.equal(span.attributes['server.address'], 'localhost');
+    assert.equal(span.attributes['server.port'], port);
+    assert.equal(span.attributes['reins.tier'], 'T3');
+    assert.equal(span.attributes['reins.decision'], 'allow');
+    assert.deepEqual(
+      originHeaders.map((h) => h.traceparent),
+      [`00-${TRACE_ID}-${span.spanId}-01`],
+      'one traceparent, Reins\' span, in place of the caller\'s',
+    );
   });
 
   test('a refused call: a span with the decision, the policy and the refusal; Reins starts the trace when the caller sent none', async () => {
