@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { tracingFromEnv } from '../../../src/config/config.js';
 import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 import { agentWithKey, describeEachStore, waitFor, WAIT_MS } from '../../helpers/harness.js';
-import { llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+import { anthropic, llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 interface ExportedSpan {
   traceId: string;
@@ -212,6 +212,33 @@ describeEachStore('OpenTelemetry spans of governed calls', ({ store }) => {
       [`00-${TRACE_ID}-${span.spanId}-01`],
       'one traceparent, Reins\' span, in place of the caller\'s',
     );
+  });
+
+  test('a held call: its span has the approve decision, the hold\'s outcome and wait; the held-calls gauge counts it while parked', async () => {
+    await w.admin.post('/api/v1/policies', { name: 'trace-review-haiku', kind: 'approve', appliesTo: ['llm'], match: "object.llm.model == 'claude-haiku-4-5'", message: 'Reviewed.' });
+    try {
+      const parked = anthropic(w.replica.url, key).messages.create({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hold me' }] });
+      let entry: any;
+      await waitFor(async () => {
+        entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.policyName === 'trace-review-haiku');
+        return entry !== undefined;
+      }, WAIT_MS);
+      const metrics = (await w.admin.get('/metrics', { token: null })).body as string;
+      assert.match(metrics, /reins_gateway_held_calls\{plane="llm"\} 1/);
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).status, 200);
+      await parked;
+      const span = await spanWhere('for the held call', (s) => s.attributes['reins.held.entry_id'] === entry.id);
+      assert.equal(span.attributes['reins.decision'], 'approve');
+      assert.equal(span.attributes['reins.policy'], 'trace-review-haiku');
+      assert.equal(span.attributes['reins.held.outcome'], 'released');
+      assert.ok((span.attributes['reins.held_ms'] as number) >= 0);
+      assert.equal(span.attributes['gen_ai.system'], 'anthropic');
+      const after = (await w.admin.get('/metrics', { token: null })).body as string;
+      assert.match(after, /reins_gateway_held_calls\{plane="llm"\} 0/);
+      assert.match(after, /reins_gateway_held_duration_seconds_count\{plane="llm",outcome="released"\} 1/);
+    } finally {
+      await w.admin.delete('/api/v1/policies/trace-review-haiku');
+    }
   });
 
   test('a refused call: a span with the decision, the policy and the refusal; Reins starts the trace when the caller sent none', async () => {
