@@ -21,7 +21,7 @@ import type { PolicySet } from '../policy/policy-set.js';
 import type { GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { DecisionMemo } from './decision-memo.js';
-import type { CallTelemetry, CallTrace, TelemetrySpan } from './call-telemetry.js';
+import type { Span } from '@opentelemetry/api';
 
 /** Why Reins refuses a call itself (the LLM plane's `RefusalReason`; MCP and egress use a subset). */
 export type CallRefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
@@ -56,8 +56,34 @@ export interface PipelineDeps {
   /** Counts each completed call by label (the LLM provider, else the plane) and outcome (ok, refused, error). */
   onCompleted?: (label: string, outcome: string, refusal: string | null) => void;
   /** Latency, token and cost metrics, held-call gauges, trace context and OpenTelemetry spans (call-telemetry.ts). */
-  telemetry?: CallTelemetry;
+  telemetry?: CallTelemetryHooks;
 }
+
+/** The call's place in a distributed trace, as the decision event records it (`data.trace`). */
+export interface CallTrace {
+  traceId: string;
+  /** Reins' own span, when spans are exported; null otherwise. */
+  spanId: string | null;
+  /** The caller's span (from its `traceparent`); null when Reins started the trace. */
+  parentSpanId: string | null;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+/** Where the pipeline reports a call's progress: CallTelemetry (call-telemetry.ts). */
+export interface CallTelemetryHooks {
+  /** The call enters governance. */
+  start(ctx: CallContext<any, any>): void;
+  /** Allowed or refused. */
+  decided(ctx: CallContext<any, any>): void;
+  /** Parked for a person; returns the clock reading holdEnded takes. */
+  holdStarted(ctx: CallContext<any, any>): number;
+  holdEnded(ctx: CallContext<any, any>, since: number, outcome: string): void;
+  /** The call is over; `data` is its audit event's data (usage, cost, callId). */
+  ended(ctx: CallContext<any, any>, result: { status: number; end: string; responseModel?: string | undefined }, outcome: string, data: Record<string, unknown>): void;
+  /** Headers that make Reins' span the upstream call's parent; undefined when Reins exports no span. */
+  upstreamHeaders(ctx: CallContext<any, any>): Record<string, string> | undefined;
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** What a step may use besides the context: the governance's dependencies and its policy-decision memo. */
 export interface StepEnv<D extends PipelineDeps = PipelineDeps> {
@@ -159,7 +185,7 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   heldMs: number;
   /** The call's trace (W3C trace context), null when it has none; the span exported for it, when exporting. */
   trace: CallTrace | null;
-  span: TelemetrySpan | null;
+  span: Span | null;
 }
 
 export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Call, D>, call: Call, caller: GovernedCaller): CallContext<Call, D> {

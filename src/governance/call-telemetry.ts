@@ -12,23 +12,15 @@
  * trace: the caller's `traceparent` goes upstream unchanged (MCP and egress forward it, the LLM plane forwards every
  * header) and Reins starts no trace of its own, since nobody would record it.
  */
-import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
+import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import type { PriceTable } from '../budgets/prices.js';
 import { globMatches } from '../budgets/prices.js';
-import type { CallEndResult } from './audit-record.js';
-import type { CallContext, PipelineDeps } from './call-context.js';
+import type { CallContext, CallTelemetryHooks } from './call-context.js';
 import { formatTraceparent } from './trace-context.js';
 
-export type TelemetrySpan = Span;
+export type { CallTrace } from './call-context.js';
 
-/** The call's place in a distributed trace, as the decision event records it (`data.trace`). */
-export interface CallTrace {
-  traceId: string;
-  /** Reins' own span, when spans are exported; null otherwise. */
-  spanId: string | null;
-  /** The caller's span (from its `traceparent`); null when Reins started the trace. */
-  parentSpanId: string | null;
-}
+type EndResult = Parameters<CallTelemetryHooks['ended']>[1];
 
 /** The metrics a call ends in (app/metrics.ts registers them). */
 export interface CallMetrics {
@@ -100,7 +92,7 @@ export function genAiOperation(route: string): string {
   return route;
 }
 
-export class CallTelemetry {
+export class CallTelemetry implements CallTelemetryHooks {
   private readonly tracer: Tracer | null;
 
   constructor(
@@ -172,7 +164,7 @@ export class CallTelemetry {
   }
 
   /** The call is over (its audit record's end, `data` the event's data): upstream time, tokens, cost, the span. */
-  ended(ctx: AnyContext, result: CallEndResult, outcome: string, data: Record<string, unknown>): void {
+  ended(ctx: AnyContext, result: EndResult, outcome: string, data: Record<string, unknown>): void {
     const now = performance.now();
     const metrics = this.options.metrics;
     const llm = ctx.plane.type === 'llm' ? (ctx.call as LlmFacts) : null;
