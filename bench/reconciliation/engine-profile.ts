@@ -1,7 +1,7 @@
 /**
  * The reconciliation engine alone, on the input the full benchmark hands it: the same day of sensor reports
  * (cluster-model.ts, the same seeds and slicing as run.ts) summed by an ObservationIndex as a replica does, cluster
- * facts shaped as the informers build them from the fake Kubernetes API's objects, and the same governed-call audit
+ * facts shaped as the informers build them from the fake Kubernetes API's objects (the Deployment objects included), and the same governed-call audit
  * events summed by a GovernedCallIndex. Times `reconcile()` cold (its first run in this process) and warm, and the
  * steps around it (aggregate, governed calls, JSON.stringify), without PostgreSQL, HTTP or the other processes.
  *
@@ -86,6 +86,11 @@ function modelFacts(model: ClusterModel, nowUnix: number): ClusterFacts {
     pods,
     replicaSets: [...replicaSets.values()],
     jobs: [],
+    // The Deployment objects themselves (the informers list them so that a workload with no pod has its row too).
+    workloads: [...new Set([...replicaSets.values()].map((rs) => `${rs.namespace}/${rs.ownerReferences[0]!.name}`))].map((key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      return { namespace, kind: 'Deployment', name };
+    }),
     services,
     endpointSlices: [{ namespace: 'default', serviceName: 'kubernetes', endpoints: [{ addresses: ['172.20.5.5'] }] }],
     nodes: model.nodes.map((name, i) => ({ name, addresses: [`192.168.10.${i + 1}`, name] })),

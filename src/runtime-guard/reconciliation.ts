@@ -519,9 +519,10 @@ class Reconciler implements AskedNames {
   /** The aggregates go back to the pool (their objects are reset when taken again). */
   private releaseAggregates(): void {
     if (this.aggregates.length === 0) return;
-    this.names.clear();
-    this.variants.clear();
-    this.windowed.clear();
+    // Only the maps in use: clearing a Map allocates it a new table, even an empty one.
+    if (this.names.size > 0) this.names.clear();
+    if (this.variants.size > 0) this.variants.clear();
+    if (this.windowed.size > 0) this.windowed.clear();
     this.aggregates.length = 0;
     this.used = 0;
   }
