@@ -122,6 +122,8 @@ export function seedKube(api: FakeKubeApi, model: ClusterModel): void {
     if (!replicaSets.has(`${pod.namespace}/${rs}`)) {
       replicaSets.add(`${pod.namespace}/${rs}`);
       api.upsert('replicasets', kube.replicaSet({ namespace: pod.namespace, name: rs, owner: { kind: 'Deployment', name: deployment } }));
+      // The Deployment object too: the informers list Deployments (every workload has a row, pods or not).
+      api.upsert('deployments', kube.workload({ kind: 'Deployment', namespace: pod.namespace, name: deployment }));
     }
     api.upsert('pods', kube.pod({ namespace: pod.namespace, name: pod.name, ip: pod.ip, node: pod.node, owner: { kind: 'ReplicaSet', name: rs } }));
   }

@@ -1,7 +1,7 @@
 /**
  * The reconciliation engine alone, on the input the full benchmark hands it: the same day of sensor reports
  * (cluster-model.ts, the same seeds and slicing as run.ts) summed by an ObservationIndex as a replica does, cluster
- * facts shaped as the informers build them from the fake Kubernetes API's objects, and the same governed-call audit
+ * facts shaped as the informers build them from the fake Kubernetes API's objects (the Deployment objects included), and the same governed-call audit
  * events summed by a GovernedCallIndex. Times `reconcile()` cold (its first run in this process) and warm, and the
  * steps around it (aggregate, governed calls, JSON.stringify), without PostgreSQL, HTTP or the other processes.
  *
@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GovernedCallIndex } from '../../src/runtime-guard/governed-calls.js';
@@ -86,6 +86,11 @@ function modelFacts(model: ClusterModel, nowUnix: number): ClusterFacts {
     pods,
     replicaSets: [...replicaSets.values()],
     jobs: [],
+    // The Deployment objects themselves (the informers list them so that a workload with no pod has its row too).
+    workloads: [...new Set([...replicaSets.values()].map((rs) => `${rs.namespace}/${rs.ownerReferences[0]!.name}`))].map((key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      return { namespace, kind: 'Deployment', name };
+    }),
     services,
     endpointSlices: [{ namespace: 'default', serviceName: 'kubernetes', endpoints: [{ addresses: ['172.20.5.5'] }] }],
     nodes: model.nodes.map((name, i) => ({ name, addresses: [`192.168.10.${i + 1}`, name] })),
@@ -168,12 +173,22 @@ if (args['warm-up']) {
   process.stderr.write(`warm-up ${round(performance.now() - w0)} ms\n`);
 }
 
+/** Garbage-collection pauses (main thread), to tell allocation cost from the engine's own work. */
+const gcPauses: Array<{ start: number; duration: number }> = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcPauses.push({ start: entry.startTime, duration: entry.duration });
+}).observe({ entryTypes: ['gc'] });
+const gcWithin = (from: number, to: number): number =>
+  gcPauses.filter((p) => p.start >= from && p.start <= to).reduce((sum, p) => sum + p.duration, 0);
+
 interface Run {
   aggregate: number;
   calls: number;
   engine: number;
   /** CPU time of the process (user + system, GC threads included) during `reconcile`: steadier than wall time on a shared machine. */
   engineCpu: number;
+  /** Main-thread GC pauses that began during `reconcile` (observed after the run: filled in below). */
+  engineGc: number;
   stringify: number;
 }
 const runs: Run[] = [];
@@ -194,7 +209,9 @@ for (let i = 0; i <= RUNS; i++) {
   const used = process.cpuUsage(cpu);
   const json = JSON.stringify({ enabled: true, reason: '', ...result, ingestLag: { lag: 0, scrapedAtUnix: NOW_UNIX, scrapeError: '' } });
   const a4 = performance.now();
-  runs.push({ aggregate: a1 - a0, calls: a2 - a1, engine: a3 - a2, engineCpu: (used.user + used.system) / 1000, stringify: a4 - a3 });
+  // GC entries are delivered asynchronously: let the observer catch up before reading them.
+  await new Promise((r) => setTimeout(r, 50));
+  runs.push({ aggregate: a1 - a0, calls: a2 - a1, engine: a3 - a2, engineCpu: (used.user + used.system) / 1000, engineGc: gcWithin(a2, a3), stringify: a4 - a3 });
   const h = createHash('sha256').update(JSON.stringify(result)).digest('hex');
   if (hash !== '' && h !== hash) throw new Error('the engine answered differently for the same input');
   hash = h;
@@ -218,8 +235,22 @@ const summary = {
   reconciliationRows: rows,
   answerBytes: bytes,
   outputSha256: hash,
-  cold: { aggregate: round(cold!.aggregate), calls: round(cold!.calls), engine: round(cold!.engine), engineCpu: round(cold!.engineCpu), stringify: round(cold!.stringify) },
-  warm: { aggregate: stat('aggregate'), calls: stat('calls'), engine: stat('engine'), engineCpu: stat('engineCpu'), stringify: stat('stringify') },
+  cold: {
+    aggregate: round(cold!.aggregate),
+    calls: round(cold!.calls),
+    engine: round(cold!.engine),
+    engineCpu: round(cold!.engineCpu),
+    engineGc: round(cold!.engineGc),
+    stringify: round(cold!.stringify),
+  },
+  warm: {
+    aggregate: stat('aggregate'),
+    calls: stat('calls'),
+    engine: stat('engine'),
+    engineCpu: stat('engineCpu'),
+    engineGc: stat('engineGc'),
+    stringify: stat('stringify'),
+  },
 };
 if (args.json) {
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
@@ -231,7 +262,7 @@ if (args.json) {
       `input: ${rowsRepresented} rows${fromCache ? ` (cached sums: aggregate timed over ${index.size} rows)` : ''}, ${slots} engine slots, ${rows} rows out, ${bytes} bytes (setup ${summary.setupMs} ms)`,
       `output sha256 ${hash}`,
       `cold: engine ${summary.cold.engine} ms (CPU ${summary.cold.engineCpu}), aggregate ${summary.cold.aggregate}, calls ${summary.cold.calls}, stringify ${summary.cold.stringify}`,
-      `warm (${warm.length}) p50/p95/min ms: engine ${w.engine.p50}/${w.engine.p95}/${w.engine.min} (CPU ${w.engineCpu.p50}/${w.engineCpu.p95}/${w.engineCpu.min}), aggregate ${w.aggregate.p50}/${w.aggregate.p95}/${w.aggregate.min}, calls ${w.calls.p50}/${w.calls.p95}/${w.calls.min}, stringify ${w.stringify.p50}/${w.stringify.p95}/${w.stringify.min}`,
+      `warm (${warm.length}) p50/p95/min ms: engine ${w.engine.p50}/${w.engine.p95}/${w.engine.min} (CPU ${w.engineCpu.p50}/${w.engineCpu.p95}/${w.engineCpu.min}, GC pauses ${w.engineGc.p50}/${w.engineGc.p95}/${w.engineGc.min}), aggregate ${w.aggregate.p50}/${w.aggregate.p95}/${w.aggregate.min}, calls ${w.calls.p50}/${w.calls.p95}/${w.calls.min}, stringify ${w.stringify.p50}/${w.stringify.p95}/${w.stringify.min}`,
       '',
     ].join('\n'),
   );

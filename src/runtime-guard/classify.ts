@@ -397,6 +397,12 @@ export interface AskedNames {
 /** A pod's workload, or null for the service's own pods (their observations are dropped). */
 export type PodRef = WorkloadRef | null;
 
+/** A pod as the classifier knows it: its workload and a number of its own (0, 1, … per snapshot) to index arrays by. */
+export interface PodEntry {
+  ref: PodRef;
+  id: number;
+}
+
 /** Memo entries kept per snapshot before they are dropped (names are what sensors report: unbounded in principle). */
 const MAX_MEMO_ENTRIES = 500_000;
 
@@ -409,9 +415,11 @@ export class Classifier {
   private readonly names = new Map<string, NameInfo>();
   private readonly addressInfo = new Map<string, AddressInfo>();
   /** Namespace -> pod name (or `ip:<podIP>` for a pod without a name) -> its workload. */
-  private readonly pods = new Map<string, Map<string, PodRef>>();
+  private readonly pods = new Map<string, Map<string, PodEntry>>();
   private podCount = 0;
   private workloadList: readonly WorkloadRef[] | undefined;
+  /** Workload ref -> its lower-cased `<namespace>/<name>` (the governed calls' join key). */
+  private readonly joinIds = new Map<WorkloadRef, string>();
 
   constructor(readonly index: FactsIndex) {}
 
@@ -437,7 +445,7 @@ export class Classifier {
     for (const inNamespace of index.podsByName.values()) {
       for (const pod of inNamespace.values()) {
         if (isSystemNamespace(pod.namespace)) continue;
-        push(this.pod(pod.namespace, pod.name, pod.ip, pod.name));
+        push(this.pod(pod.namespace, pod.name, pod.ip, pod.name).ref);
       }
     }
     for (const [kind, controllers] of [
@@ -482,6 +490,19 @@ export class Classifier {
     this.addressInfo.clear();
     this.pods.clear();
     this.podCount = 0;
+    this.joinIds.clear();
+  }
+
+  /** The workload's governed-call join key (see `joinIdentityId`), once per ref. */
+  joinId(ref: WorkloadRef): string {
+    let id = this.joinIds.get(ref);
+    if (id === undefined) this.joinIds.set(ref, (id = `${ref.namespace}/${ref.name}`.toLowerCase()));
+    return id;
+  }
+
+  /** How many pods `pod()` has numbered: every `PodEntry.id` is below it. */
+  get podsNumbered(): number {
+    return this.podCount;
   }
 
   /** A name as the sensor reported it (any case, trailing dots). */
@@ -562,16 +583,16 @@ export class Classifier {
    * behind its own EndpointSlices, and any pod whose confirmed workload is one of theirs. A pod without a name is
    * matched by `podIP`, and only then, since addresses are reused.
    */
-  pod(namespace: string, podName: string, podIP: string, podKey: string): PodRef {
+  pod(namespace: string, podName: string, podIP: string, podKey: string): PodEntry {
     let inNamespace = this.pods.get(namespace);
     if (!inNamespace) this.pods.set(namespace, (inNamespace = new Map()));
-    let ref = inNamespace.get(podKey);
-    if (ref === undefined) {
-      ref = this.resolvePod(namespace, podName, podIP);
-      inNamespace.set(podKey, ref);
+    let entry = inNamespace.get(podKey);
+    if (entry === undefined) {
+      entry = { ref: this.resolvePod(namespace, podName, podIP), id: this.podCount };
+      inNamespace.set(podKey, entry);
       this.podCount += 1;
     }
-    return ref;
+    return entry;
   }
 
   private resolvePod(namespace: string, podName: string, podIP: string): PodRef {

@@ -48,18 +48,13 @@ export const RUNG_CONFIDENCE: Readonly<Record<Rung, number>> = { R0: 0.95, R2: 0
 
 /**
  * A pod's observations in the window, as handed in (no per-pod aggregate: every rule below sums counts and
- * unites sets, so recording each observation gives what recording their sums would), with the classification
- * of each one's name or address looked up once.
+ * unites sets, so recording each observation gives what recording their sums would). Names and addresses are
+ * classified where they are read, through the classifier's memos: those maps are small (distinct names and
+ * addresses), while arrays parallel to these would be allocated anew per pod and per answer.
  */
 interface PodBucket {
   dns: Observation[];
-  /** The question's name, per `dns` entry. */
-  names: NameInfo[];
   network: Observation[];
-  /** The address connected to, per `network` entry (NO_ADDRESS for none). */
-  addresses: AddressInfo[];
-  /** The name the sensor reported with the connection, per `network` entry. */
-  sensorNames: NameInfo[];
   /** The pod made a connection to an external address (egress-NAT detection). */
   external: boolean;
 }
@@ -172,7 +167,8 @@ const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external
 const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'service-gateway' };
 
 class Reconciler implements AskedNames {
-  private readonly pods = new Map<string, Map<string, PodBucket | null>>();
+  /** Per pod (by `PodEntry.id`): its observations, null for the service's own pods, undefined before its first one. */
+  private readonly buckets: Array<PodBucket | null | undefined> = [];
   private readonly workloads = new Map<string, WorkloadBucket>();
   /** External addresses connected to, cluster-wide (egress-NAT detection). */
   private readonly connected = new Set<string>();
@@ -182,6 +178,9 @@ class Reconciler implements AskedNames {
   private readonly names = new Map<string, DestinationAggregate>();
   private readonly variants = new Map<string, DestinationAggregate>();
   private readonly windowed = new Map<string, DestinationAggregate>();
+  /** Per pod of the current workload (by index), its DNS answers; all of them merged (see `answeredName`). */
+  private readonly podAnswers: Array<Map<string, NameInfo> | undefined> = [];
+  private workloadAnswers: Map<string, NameInfo> | undefined = undefined;
   /** The current workload's aggregates in creation order, and the pool they come from (`used` of it taken). */
   private readonly aggregates: DestinationAggregate[] = [];
   private readonly pool: DestinationAggregate[] = [];
@@ -209,22 +208,20 @@ class Reconciler implements AskedNames {
   }
 
   private findPodBucket(namespace: string, podName: string, podIP: string): PodBucket | null {
-    let inNamespace = this.pods.get(namespace);
-    if (!inNamespace) this.pods.set(namespace, (inNamespace = new Map()));
-    const podKey = podName !== '' ? podName : `ip:${podIP}`;
-    let bucket = inNamespace.get(podKey);
+    const entry = this.c.pod(namespace, podName, podIP, podName !== '' ? podName : `ip:${podIP}`);
+    let bucket = this.buckets[entry.id];
     if (bucket === undefined) {
-      const ref = this.c.pod(namespace, podName, podIP, podKey);
+      const ref = entry.ref;
       bucket = null;
       if (ref !== null) {
         let workload = this.workloads.get(ref.workloadKey);
         if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
         // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
         else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
-        bucket = { dns: [], names: [], network: [], addresses: [], sensorNames: [], external: false };
+        bucket = { dns: [], network: [], external: false };
         workload.pods.push(bucket);
       }
-      inNamespace.set(podKey, bucket);
+      this.buckets[entry.id] = bucket;
     }
     return bucket;
   }
@@ -246,14 +243,11 @@ class Reconciler implements AskedNames {
       if (pod === null) continue;
       if (family === 'dns') {
         pod.dns.push(v6 ? { ...o, destIP: '' } : o);
-        pod.names.push(c.raw(o.destName));
       } else {
         const ip = o.destIP;
         if (ip === '' && o.destName === '') continue;
         const address = ip === '' ? NO_ADDRESS : c.address(ip);
         pod.network.push(o);
-        pod.addresses.push(address);
-        pod.sensorNames.push(c.raw(o.destName));
         if (address.external) {
           this.connected.add(ip);
           pod.external = true;
@@ -276,7 +270,7 @@ class Reconciler implements AskedNames {
           if (ip === '') continue;
           answered.add(ip);
           if (!pod.external) continue;
-          const info = pod.names[i]!;
+          const info = this.c.raw(pod.dns[i]!.destName);
           const cls = info.cls;
           if (cls !== NOT_A_FINDING && cls.kind !== 'provider' && cls.kind !== 'infra') continue;
           if (!this.c.isPublicLooking(info)) continue;
@@ -302,7 +296,9 @@ class Reconciler implements AskedNames {
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
     for (const workload of this.workloads.values()) {
-      rows.push(workload.pods.length === 0 ? quietRow(workload.ref, governed) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
+      rows.push(
+        workload.pods.length === 0 ? quietRow(workload.ref, governed.byIdentity.get(this.c.joinId(workload.ref))) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason),
+      );
     }
     rows.sort(
       (a, b) =>
@@ -318,7 +314,7 @@ class Reconciler implements AskedNames {
   bareNames(): ReadonlySet<string> {
     if (this.bare === null) {
       this.bare = new Set<string>();
-      for (const pod of this.current!.pods) for (const info of pod.names) this.bare.add(info.name);
+      for (const pod of this.current!.pods) for (const o of pod.dns) this.bare.add(this.c.raw(o.destName).name);
     }
     return this.bare;
   }
@@ -388,33 +384,18 @@ class Reconciler implements AskedNames {
     this.releaseAggregates();
     const c = this.c;
 
-    // Address -> the name a DNS answer gave it: the pod's own answers first, then any pod of the same
-    // workload, so that a replica reusing an address it resolved before the window (DNS caching) does not
-    // turn one destination into two.
     const pods = workload.pods;
-    const podAnswers = pods.map((pod) => this.answerNames(pod));
-    let workloadAnswers: Map<string, NameInfo>;
-    if (podAnswers.length === 1) {
-      workloadAnswers = podAnswers[0]!;
-    } else {
-      workloadAnswers = new Map();
-      for (const answers of podAnswers) {
-        for (const [ip, name] of answers) {
-          const current = workloadAnswers.get(ip);
-          if (current === undefined || preferName(name, current)) workloadAnswers.set(ip, name);
-        }
-      }
-    }
+    this.podAnswers.length = 0;
+    this.workloadAnswers = undefined;
 
     for (let podIndex = 0; podIndex < pods.length; podIndex++) {
       const pod = pods[podIndex]!;
-      const answerNames = podAnswers[podIndex]!;
       for (let i = 0; i < pod.dns.length; i++) {
-        const info = pod.names[i]!;
+        const o = pod.dns[i]!;
+        const info = c.raw(o.destName);
         if (info.name === '') continue;
         const folded = c.fold(info, this);
         if (folded.cls === NOT_A_FINDING) continue;
-        const o = pod.dns[i]!;
         let cls = folded.cls;
         // A provider (or infrastructure) name answered with an address of the service's own Service: the team
         // rewrote the name to the gateway, the governed shape (spec: "by IP or resolved name").
@@ -427,7 +408,7 @@ class Reconciler implements AskedNames {
       for (let i = 0; i < pod.network.length; i++) {
         const o = pod.network[i]!;
         const ip = o.destIP;
-        const address = pod.addresses[i]!;
+        const address = ip === '' ? NO_ADDRESS : c.address(ip);
         let destName: string;
         let rung: Rung;
         let cls: FindingClass;
@@ -436,8 +417,8 @@ class Reconciler implements AskedNames {
           rung = 'R2';
           cls = address.cls;
         } else {
-          const sensorName = pod.sensorNames[i]!;
-          let name: NameInfo | undefined = sensorName.name !== '' ? sensorName : (answerNames.get(ip) ?? workloadAnswers.get(ip));
+          const sensorName = c.raw(o.destName);
+          let name: NameInfo | undefined = sensorName.name !== '' ? sensorName : this.answeredName(podIndex, ip);
           let nameClass = name === undefined ? NOT_A_FINDING : name.cls;
           // A special address (IMDS, link-local, NodeLocal DNS) keeps its own class, and takes a name only
           // when the name is of the same kind: a provider name answered for 169.254.169.254 must not turn
@@ -474,7 +455,7 @@ class Reconciler implements AskedNames {
     }
 
     const ref = workload.ref;
-    const joined = governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name));
+    const joined = governed.byIdentity.get(c.joinId(ref));
     const aggregates = this.aggregates;
     let bypassedDestinations = 0;
     let m = 0;
@@ -505,7 +486,7 @@ class Reconciler implements AskedNames {
         destName: dest.destName,
         destIP,
         source: dest.connections > 0 ? 'network' : 'dns',
-        behaviors: dest.behaviorMore !== null ? [...dest.behaviorMore].sort() : dest.behaviorFirst === '' ? [] : [dest.behaviorFirst],
+        behaviors: dest.behaviorMore !== null ? [...dest.behaviorMore].sort() : behaviorList(dest.behaviorFirst),
         count: dest.connections > 0 ? dest.connections : dest.resolutions,
         governedCalls,
         rung: dest.rung,
@@ -538,11 +519,36 @@ class Reconciler implements AskedNames {
   /** The aggregates go back to the pool (their objects are reset when taken again). */
   private releaseAggregates(): void {
     if (this.aggregates.length === 0) return;
-    this.names.clear();
-    this.variants.clear();
-    this.windowed.clear();
+    // Only the maps in use: clearing a Map allocates it a new table, even an empty one.
+    if (this.names.size > 0) this.names.clear();
+    if (this.variants.size > 0) this.variants.clear();
+    if (this.windowed.size > 0) this.windowed.clear();
     this.aggregates.length = 0;
     this.used = 0;
+  }
+
+  /**
+   * The name a DNS answer gave this address: the pod's own answers first, then any pod of the same workload, so that
+   * a replica reusing an address it resolved before the window (DNS caching) does not turn one destination into two.
+   * Each map is built when a connection first needs it (most connections are named by the facts or the sensor).
+   */
+  private answeredName(podIndex: number, ip: string): NameInfo | undefined {
+    const pods = this.current!.pods;
+    const own = (this.podAnswers[podIndex] ??= this.answerNames(pods[podIndex]!));
+    const found = own.get(ip);
+    if (found !== undefined || pods.length === 1) return found;
+    if (this.workloadAnswers === undefined) {
+      const merged = new Map<string, NameInfo>();
+      for (let i = 0; i < pods.length; i++) {
+        const answers = (this.podAnswers[i] ??= this.answerNames(pods[i]!));
+        for (const [address, name] of answers) {
+          const current = merged.get(address);
+          if (current === undefined || preferName(name, current)) merged.set(address, name);
+        }
+      }
+      this.workloadAnswers = merged;
+    }
+    return this.workloadAnswers.get(ip);
   }
 
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
@@ -551,7 +557,7 @@ class Reconciler implements AskedNames {
     for (let i = 0; i < pod.dns.length; i++) {
       const ip = pod.dns[i]!.destIP;
       if (ip === '') continue;
-      const info = pod.names[i]!;
+      const info = this.c.raw(pod.dns[i]!.destName);
       if (info.name === '') continue;
       const current = answers.get(ip);
       if (current === info) continue;
@@ -561,6 +567,24 @@ class Reconciler implements AskedNames {
     }
     return answers;
   }
+}
+
+/**
+ * Nearly every destination has one behavior: its list is one frozen array per value, shared by every destination that
+ * has it (a large answer would otherwise allocate hundreds of thousands of equal one-element arrays). Frozen, so a
+ * caller cannot change one destination's list through another's. Bounded like the other memos.
+ */
+const behaviorLists = new Map<string, string[]>();
+const NO_BEHAVIORS: string[] = Object.freeze([]) as unknown as string[];
+
+function behaviorList(behavior: string): string[] {
+  if (behavior === '') return NO_BEHAVIORS;
+  let list = behaviorLists.get(behavior);
+  if (list === undefined) {
+    if (behaviorLists.size >= MAX_CALL_MEMO) behaviorLists.clear();
+    behaviorLists.set(behavior, (list = Object.freeze([behavior]) as unknown as string[]));
+  }
+  return list;
 }
 
 function newAggregate(): DestinationAggregate {
@@ -582,7 +606,7 @@ function newAggregate(): DestinationAggregate {
 }
 
 /** A workload without evidence in the window (spec rule 3: most rows of a healthy cluster look like this). */
-function quietRow(ref: WorkloadRef, governed: GovernedIndex): ReconciliationRow {
+function quietRow(ref: WorkloadRef, joined: { total: number } | undefined): ReconciliationRow {
   return {
     workloadKey: ref.workloadKey,
     namespace: ref.namespace,
@@ -590,7 +614,7 @@ function quietRow(ref: WorkloadRef, governed: GovernedIndex): ReconciliationRow 
     name: ref.name,
     bypassedDestinations: 0,
     m: 0,
-    n: governed.byIdentity.get(joinIdentityId(ref.namespace, ref.name))?.total ?? 0,
+    n: joined?.total ?? 0,
     dnsOnly: false,
     joinMethod: 'name-based',
     attributionConfirmed: ref.attributionConfirmed,

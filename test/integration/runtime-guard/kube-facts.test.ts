@@ -11,6 +11,12 @@ import { buildOwnerIndex, resolveWorkload } from '../../../src/runtime-guard/wor
 import { kube, startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js';
 import { seedCluster, startCluster, until } from './kube-helpers.js';
 
+/**
+ * The watches the cluster facts keep open: pods, ReplicaSets, Jobs, Services, EndpointSlices, nodes, Deployments,
+ * StatefulSets, DaemonSets, CronJobs and ServiceCIDRs.
+ */
+const WATCHED = 11;
+
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -177,11 +183,11 @@ describe('cluster facts from the Kubernetes API', () => {
     let offsetMs = 0;
     // Watches the server never ends during the test: only the bookmark may stamp the facts.
     const { cluster } = await started(api, { now: () => Date.now() + offsetMs, watchTimeoutSeconds: 600 });
-    await until('every watch open', () => api.watchCount() === 6);
+    await until('every watch open', () => api.watchCount() === WATCHED);
     const first = facts(cluster).fetchedAtUnix;
     offsetMs = 90_000;
     assert.equal(facts(cluster).fetchedAtUnix, first, 'no event, no new stamp');
-    assert.equal(api.bookmark(), 6, 'every watch asked for bookmarks');
+    assert.equal(api.bookmark(), WATCHED, 'every watch asked for bookmarks');
     await until('the bookmark stamp', () => facts(cluster).fetchedAtUnix >= first + 90);
     assert.equal(facts(cluster).complete, true);
   });
@@ -191,7 +197,7 @@ describe('cluster facts from the Kubernetes API', () => {
     seedCluster(api);
     let offsetMs = 0;
     const { cluster } = await started(api, { now: () => Date.now() + offsetMs, watchTimeoutSeconds: 600 });
-    await until('every watch open', () => api.watchCount() === 6);
+    await until('every watch open', () => api.watchCount() === WATCHED);
     const first = facts(cluster).fetchedAtUnix;
     offsetMs = 60_000;
     api.bookmark('pods');
@@ -233,7 +239,7 @@ describe('cluster facts from the Kubernetes API', () => {
       const api = await fakeApi({ expiredWatch });
       seedCluster(api);
       const { cluster, errors } = await started(api);
-      await until('every watch open', () => api.watchCount() === 6);
+      await until('every watch open', () => api.watchCount() === WATCHED);
       api.closeWatches();
       api.upsert('pods', kube.pod({ namespace: 'eng', name: 'after-compaction', ip: '10.244.1.12' }));
       api.compact();
@@ -261,7 +267,7 @@ describe('cluster facts from the Kubernetes API', () => {
     seedCluster(api);
     const { cluster } = await startCluster(api);
     await until('facts', () => cluster.facts() !== null);
-    await until('every watch open', () => api.watchCount() === 6);
+    await until('every watch open', () => api.watchCount() === WATCHED);
     api.stall(true);
     const t0 = Date.now();
     await cluster.stop();
@@ -307,7 +313,7 @@ describe('cluster facts from the Kubernetes API', () => {
     seedCluster(api);
     const { cluster } = await startCluster(api);
     await until('leader', () => cluster.isLeader());
-    await until('every watch open', () => api.watchCount() === 6);
+    await until('every watch open', () => api.watchCount() === WATCHED);
     await cluster.stop();
     await cluster.stop();
     await until('no watch open', () => api.watchCount() === 0);
