@@ -7,6 +7,7 @@
  * Imports only the ingest wire types from the server, type-only: the sensor is a separate program.
  */
 import type { Observation, ObservationFamily } from '../runtime-guard/types.js';
+import { selectorMatches, selectsEverything, type LabelSelector } from './label-selector.js';
 
 export const GADGETS = ['trace_dns', 'trace_tcp', 'trace_open', 'trace_exec'] as const;
 export type Gadget = (typeof GADGETS)[number];
@@ -58,8 +59,8 @@ export class EventAdapter {
   private readonly waitMs: number;
   private readonly maxPending: number;
   private readonly nowMs: () => number;
-  /** Per family, from the observation policies: the rule name and the namespaces left out. */
-  private plan: Map<ObservationFamily, { rule: string; excluded: Set<string> }> | null = null;
+  /** Per family, from the observation policies: the rule name and whether a namespace is covered (memoised per namespace). */
+  private plan: Map<ObservationFamily, { rule: string; covers: (namespace: string) => boolean }> | null = null;
   /** DNS questions seen, waiting for the pod's own answer; insertion order = age. */
   private readonly pending = new Map<string, PendingQuestion>();
 
@@ -72,9 +73,35 @@ export class EventAdapter {
     this.nowMs = options.nowMs ?? Date.now;
   }
 
-  /** Follows the observation policies: each family's rule name and excluded namespaces (null: the defaults). */
-  configure(plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[] }> | null): void {
-    this.plan = plan ? new Map([...plan].map(([f, p]) => [f, { rule: p.rule, excluded: new Set(p.excludedNamespaces) }])) : null;
+  /**
+   * Follows the observation policies: each family's rule name, excluded namespaces and namespace label selector
+   * (null: the defaults). `namespaceLabels` are the Namespaces' labels; a namespace not among them (created since
+   * they were listed) is matched as a namespace without labels until the next list.
+   */
+  configure(
+    plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[]; namespaceSelector?: LabelSelector }> | null,
+    namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>> | null = null,
+  ): void {
+    this.plan = plan
+      ? new Map(
+          [...plan].map(([f, p]) => {
+            const excluded = new Set(p.excludedNamespaces);
+            const selector = p.namespaceSelector && !selectsEverything(p.namespaceSelector) ? p.namespaceSelector : null;
+            const memo = new Map<string, boolean>();
+            const covers = (namespace: string): boolean => {
+              let covered = memo.get(namespace);
+              if (covered === undefined) {
+                covered = !excluded.has(namespace) && (selector === null || selectorMatches(selector, namespaceLabels?.get(namespace) ?? {}));
+                // Bounded: a node sees a limited set of namespaces, but a cluster may have many.
+                if (memo.size >= 10_000) memo.clear();
+                memo.set(namespace, covered);
+              }
+              return covered;
+            };
+            return [f, { rule: p.rule, covers }];
+          }),
+        )
+      : null;
   }
 
   /** One line of engine output. */
@@ -200,7 +227,7 @@ export class EventAdapter {
     if (namespace === '' || podName === '') return 'no-pod';
     const family = FAMILY_OF[gadget];
     const policy = this.plan?.get(family);
-    if ((policy ? policy.excluded : this.excluded).has(namespace)) return 'namespace-excluded';
+    if (policy ? !policy.covers(namespace) : this.excluded.has(namespace)) return 'namespace-excluded';
     // A host-network pod's address is the node's: naming the pod is right, its address would mislead.
     const hostNetwork = k8s?.hostnetwork === true || k8s?.hostNetwork === true;
     const proc = obj(e.proc);
