@@ -8,6 +8,7 @@
  */
 import type { Observation, ObservationFamily } from '../runtime-guard/types.js';
 import { selectorMatches, selectsEverything, type LabelSelector } from './label-selector.js';
+import type { MatchRules } from './match-rules.js';
 
 export const GADGETS = ['trace_dns', 'trace_tcp', 'trace_open', 'trace_exec'] as const;
 export type Gadget = (typeof GADGETS)[number];
@@ -23,8 +24,9 @@ export const ruleOf = (family: ObservationFamily): string => `reins-observe-${fa
  * apart. `no-pod`: no Kubernetes enrichment (a host process outside any pod): nothing to attribute it to.
  * `namespace-excluded`: kube-system and kube-public are outside the observation policies. `not-observed`: a
  * known event that is not evidence (a TCP accept or close; a DNS packet in which the pod is the server).
+ * `no-match`: outside the `match` rules of the family's observation policy.
  */
-export const DROP_CAUSES = ['bad-json', 'unknown-event', 'missing-fields', 'ipv6', 'no-pod', 'namespace-excluded', 'not-observed'] as const;
+export const DROP_CAUSES = ['bad-json', 'unknown-event', 'missing-fields', 'ipv6', 'no-pod', 'namespace-excluded', 'not-observed', 'no-match'] as const;
 export type DropCause = (typeof DROP_CAUSES)[number];
 
 export interface AdapterSink {
@@ -60,7 +62,7 @@ export class EventAdapter {
   private readonly maxPending: number;
   private readonly nowMs: () => number;
   /** Per family, from the observation policies: the rule name and whether a namespace is covered (memoised per namespace). */
-  private plan: Map<ObservationFamily, { rule: string; covers: (namespace: string) => boolean }> | null = null;
+  private plan: Map<ObservationFamily, { rule: string; covers: (namespace: string) => boolean; match: MatchRules | null }> | null = null;
   /** DNS questions seen, waiting for the pod's own answer; insertion order = age. */
   private readonly pending = new Map<string, PendingQuestion>();
 
@@ -79,7 +81,7 @@ export class EventAdapter {
    * they were listed) is matched as a namespace without labels until the next list.
    */
   configure(
-    plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[]; namespaceSelector?: LabelSelector }> | null,
+    plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[]; namespaceSelector?: LabelSelector; match?: MatchRules | null }> | null,
     namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>> | null = null,
   ): void {
     this.plan = plan
@@ -98,7 +100,7 @@ export class EventAdapter {
               }
               return covered;
             };
-            return [f, { rule: p.rule, covers }];
+            return [f, { rule: p.rule, covers, match: p.match ?? null }];
           }),
         )
       : null;
@@ -168,6 +170,7 @@ export class EventAdapter {
     // The name as the pod asked it: search-domain variants are separate questions, each its own observation.
     // Only the root label's dot of the wire form goes.
     base.destName = rawName.endsWith('.') && rawName.length > 1 ? rawName.slice(0, -1) : rawName;
+    if (!this.matches('dns', base.destName, '', null)) return this.sink.drop('no-match');
     const key = `${str(e.netns_id) ?? num(e.netns_id) ?? base.podName}\u0001${str(e.id) ?? num(e.id) ?? ''}\u0001${rawName}\u0001${str(e.qtype) ?? num(e.qtype_raw) ?? ''}`;
     if (qr === 'Q') {
       this.pending.delete(key);
@@ -193,6 +196,7 @@ export class EventAdapter {
     if (!destIP) return this.sink.drop('missing-fields');
     const base = this.base(e, 'trace_tcp', str(src?.addr) ?? '');
     if (typeof base === 'string') return this.sink.drop(base);
+    if (!this.matches('network', '', destIP, num(dst?.port) ?? null)) return this.sink.drop('no-match');
     base.destIP = destIP;
     const error = str(e.error);
     if (error) base.result = error;
@@ -204,6 +208,7 @@ export class EventAdapter {
     if (!target) return this.sink.drop(e.fname === undefined && e.exepath === undefined && e.args === undefined ? 'unknown-event' : 'missing-fields');
     const base = this.base(e, gadget, '');
     if (typeof base === 'string') return this.sink.drop(base);
+    if (!this.matches(base.family, target, '', null)) return this.sink.drop('no-match');
     if (gadget === 'trace_open') {
       base.destName = target;
     } else {
@@ -214,6 +219,12 @@ export class EventAdapter {
     const error = str(e.error);
     if (error) base.result = error;
     this.sink.observe(base);
+  }
+
+  /** Whether the family's policy reports this event (its `match` rules; no rules = every event). */
+  private matches(family: ObservationFamily, name: string, destIP: string, port: number | null): boolean {
+    const match = this.plan?.get(family)?.match;
+    return !match || match({ name, destIP, port });
   }
 
   // ---- common fields ----

@@ -7,12 +7,13 @@
  * What is honoured: `spec.family`, `spec.mode` (monitor only: the sensor never blocks; an enforce-mode policy is
  * left to an enforcing engine and noted in the status), `spec.namespaceSelector`: its label selector on the
  * Namespace (`matchLabels`, `matchExpressions`; empty = every namespace) and `excludeNamespaces`. The Namespaces'
- * labels are listed with the policies, only while some policy's selector needs them. Not yet: the `match`/`allow`
- * rules (the monitor policies Reins keeps match everything).
+ * labels are listed with the policies, only while some policy's selector needs them; `spec.match`, the events a
+ * monitor policy reports (match-rules.ts; Reins' own four match everything). `allow` is enforce mode's.
  */
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { ObservationFamily } from '../runtime-guard/types.js';
 import { selectsEverything, type LabelSelector } from './label-selector.js';
+import { compileMatch, type MatchRules } from './match-rules.js';
 
 export type PolicyFamily = Exclude<ObservationFamily, 'other'>;
 const FAMILIES: readonly PolicyFamily[] = ['dns', 'network', 'open', 'exec'];
@@ -23,6 +24,8 @@ export interface FamilyPlan {
   excludedNamespaces: string[];
   /** The namespaces covered, by their labels; empty (no labels, no expressions) = every namespace. */
   namespaceSelector: LabelSelector;
+  /** The events reported (`spec.match`); null = every event (Reins' own policies). */
+  match: MatchRules | null;
 }
 
 export interface ObservationPlan {
@@ -35,7 +38,7 @@ export interface ObservationPlan {
 
 interface PolicyObject {
   metadata?: { name?: string };
-  spec?: { family?: string; mode?: string; namespaceSelector?: { excludeNamespaces?: unknown; matchLabels?: unknown; matchExpressions?: unknown } };
+  spec?: { family?: string; mode?: string; namespaceSelector?: { excludeNamespaces?: unknown; matchLabels?: unknown; matchExpressions?: unknown }; match?: unknown };
 }
 
 const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
@@ -84,8 +87,13 @@ export function planFromPolicies(items: readonly PolicyObject[], namespaceLabels
       notes.push(`RuntimePolicy ${name}: ${selector}; not followed`);
       continue;
     }
+    const match = compileMatch(family, p.spec?.match);
+    if (typeof match === 'string') {
+      notes.push(`RuntimePolicy ${name}: ${match}; not followed`);
+      continue;
+    }
     const excluded = p.spec?.namespaceSelector?.excludeNamespaces;
-    families.set(family, { rule: name, excludedNamespaces: Array.isArray(excluded) ? excluded.filter((n): n is string => typeof n === 'string') : [], namespaceSelector: selector });
+    families.set(family, { rule: name, excludedNamespaces: Array.isArray(excluded) ? excluded.filter((n): n is string => typeof n === 'string') : [], namespaceSelector: selector, match });
   }
   return { families, notes, namespaceLabels };
 }
@@ -155,7 +163,8 @@ export class PolicyWatcher {
         }
         plan = planFromPolicies(list.items ?? [], this.labels);
       }
-      const key = JSON.stringify([[...plan.families.entries()], plan.notes, plan.namespaceLabels ? [...plan.namespaceLabels] : null]);
+      // What the plan was made from (its match rules are functions): the policies followed and the labels.
+      const key = JSON.stringify([(list.items ?? []).map((p) => [p.metadata?.name, p.spec]), plan.notes, plan.namespaceLabels ? [...plan.namespaceLabels] : null]);
       this.o.onTrouble(null);
       if (key !== this.last) {
         this.last = key;

@@ -1,9 +1,11 @@
 /**
- * The RuntimePolicies' `spec.namespaceSelector` (deploy/base/runtime-policy-crd.yaml): a label selector on the
- * Namespace (matchLabels, matchExpressions In/NotIn/Exists/DoesNotExist; empty = every namespace) minus
- * excludeNamespaces. The sensor observes only the namespaces a family's policy covers: unit tests of the selector
- * and the adapter on the engine's sample events, and the live sensor on the fake Kubernetes API (Namespaces with
- * labels, a relabel picked up on the next list).
+ * What the RuntimePolicies (deploy/base/runtime-policy-crd.yaml) tell the sensor beyond family and mode:
+ *  - `spec.namespaceSelector`: a label selector on the Namespace (matchLabels, matchExpressions
+ *    In/NotIn/Exists/DoesNotExist; empty = every namespace) minus excludeNamespaces. Unit tests of the selector and
+ *    the adapter on the engine's sample events, and the live sensor on the fake Kubernetes API (Namespaces with
+ *    labels, a relabel picked up on the next list).
+ *  - `spec.match`: the events a monitor policy reports (DNS name globs, IPv4 CIDRs and ports, path prefixes);
+ *    Reins' own four match everything.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { EventAdapter, type DropCause } from '../../src/sensor/adapter.js';
 import { loadConfig } from '../../src/sensor/config.js';
 import { selectorMatches, type LabelSelector } from '../../src/sensor/label-selector.js';
+import { compileMatch } from '../../src/sensor/match-rules.js';
 import { needsNamespaceLabels, planFromPolicies } from '../../src/sensor/policies.js';
+import { desiredRuntimePolicies } from '../../src/runtime-guard/kube/runtime-policy.js';
 import { startSensor } from '../../src/sensor/sensor.js';
 import type { Observation } from '../../src/runtime-guard/types.js';
 import { fakeReins } from './fake-reins.js';
@@ -37,12 +41,25 @@ after(async () => {
 });
 
 const sel = (s: Partial<LabelSelector>): LabelSelector => ({ matchLabels: {}, matchExpressions: [], ...s });
-const policy = (family: string, namespaceSelector: Record<string, unknown>, name = `reins-observe-${family}`) => ({
+const policy = (family: string, namespaceSelector: Record<string, unknown>, match: unknown[] = [{ names: ['*'], cidrs: ['0.0.0.0/0'], paths: ['/'] }]) => ({
   apiVersion: 'runtime.reins.dev/v1',
   kind: 'RuntimePolicy',
-  metadata: { name },
-  spec: { mode: 'monitor', family, requiresBpfLsm: false, namespaceSelector, match: [{ cidrs: ['0.0.0.0/0'] }] },
+  metadata: { name: `reins-observe-${family}` },
+  spec: { mode: 'monitor', family, requiresBpfLsm: false, namespaceSelector, match },
 });
+
+/** The adapter following one policy, fed a fixture: what it observed and dropped. */
+function adapt(p: ReturnType<typeof policy>, gadget: 'trace_dns' | 'trace_tcp' | 'trace_open' | 'trace_exec', labels: Record<string, Record<string, string>> = {}) {
+  const observed: Observation[] = [];
+  const dropped: Partial<Record<DropCause, number>> = {};
+  const adapter = new EventAdapter({ node: 'node-a', sink: { observe: (o) => observed.push(o), drop: (c) => (dropped[c] = (dropped[c] ?? 0) + 1) } });
+  const plan = planFromPolicies([p], new Map(Object.entries(labels)));
+  assert.deepEqual(plan.notes, []);
+  adapter.configure(plan.families, plan.namespaceLabels);
+  for (const l of fixture(gadget)) adapter.line(gadget, l);
+  adapter.expire(true);
+  return { observed, dropped };
+}
 
 test('label selector: matchLabels and the four operators, as Kubernetes evaluates them', () => {
   const labels = { team: 'agents', tier: 'prod' };
@@ -72,12 +89,7 @@ test('the plan: a selector per family; Namespaces listed only when a selector ne
 
 test('the adapter observes only the namespaces the selector covers, minus the excluded ones', () => {
   const run = (namespaceSelector: Record<string, unknown>, labels: Record<string, Record<string, string>>) => {
-    const observed: Observation[] = [];
-    const dropped: Partial<Record<DropCause, number>> = {};
-    const adapter = new EventAdapter({ node: 'node-a', sink: { observe: (o) => observed.push(o), drop: (c) => (dropped[c] = (dropped[c] ?? 0) + 1) } });
-    const plan = planFromPolicies([policy('network', namespaceSelector)], new Map(Object.entries(labels)));
-    adapter.configure(plan.families, plan.namespaceLabels);
-    for (const l of fixture('trace_tcp')) adapter.line('trace_tcp', l);
+    const { observed, dropped } = adapt(policy('network', namespaceSelector), 'trace_tcp', labels);
     return { namespaces: [...new Set(observed.map((o) => o.namespace))].sort(), dropped };
   };
   const labels = { eng: { team: 'agents' }, monitoring: { team: 'ops' } };
@@ -89,6 +101,59 @@ test('the adapter observes only the namespaces the selector covers, minus the ex
   assert.deepEqual(run({ matchLabels: { team: 'agents' }, excludeNamespaces: ['eng'] }, labels).namespaces, [], 'excludeNamespaces wins over the labels');
   // A namespace the list does not know yet (created since) counts as one without labels.
   assert.deepEqual(run({ matchExpressions: [{ key: 'team', operator: 'DoesNotExist' }] }, { monitoring: { team: 'ops' } }).namespaces, ['eng']);
+});
+
+test('match rules: DNS name globs, IPv4 CIDRs and ports, path prefixes by components; Reins\' own four match everything', () => {
+  for (const p of desiredRuntimePolicies()) assert.equal(compileMatch(p.spec.family, p.spec.match), null, `${p.metadata.name} matches every event`);
+  const dns = compileMatch('dns', [{ names: ['api.openai.com', '*.anthropic.com'] }]);
+  assert.ok(typeof dns === 'function');
+  const at = (name: string, destIP = '', port: number | null = null) => ({ name, destIP, port });
+  assert.equal(dns(at('api.openai.com')), true);
+  assert.equal(dns(at('API.OpenAI.com')), true, 'DNS names are case-insensitive');
+  assert.equal(dns(at('api.anthropic.com')), true);
+  assert.equal(dns(at('api.openai.com.eng.svc.cluster.local')), false, 'a search-domain variant is another name');
+  const net = compileMatch('network', [{ cidrs: ['160.79.104.0/23'], ports: [443] }, { cidrs: ['10.0.0.1'] }]);
+  assert.ok(typeof net === 'function');
+  assert.equal(net(at('', '160.79.105.7', 443)), true);
+  assert.equal(net(at('', '160.79.105.7', 80)), false, 'another port');
+  assert.equal(net(at('', '160.79.106.1', 443)), false, 'outside the /23');
+  assert.equal(net(at('', '10.0.0.1', 5432)), true, 'a bare address is a /32, every port');
+  const any443 = compileMatch('network', [{ cidrs: ['0.0.0.0/0'], ports: [443] }]);
+  assert.ok(typeof any443 === 'function' && any443(at('', '1.2.3.4', 443)) && !any443(at('', '1.2.3.4', 22)));
+  const paths = compileMatch('open', [{ paths: ['/etc/pass', '/var/run/secrets/'] }]);
+  assert.ok(typeof paths === 'function');
+  assert.equal(paths(at('/etc/pass')), true);
+  assert.equal(paths(at('/etc/passwd')), false, 'a prefix by path components');
+  assert.equal(paths(at('/var/run/secrets/kubernetes.io/serviceaccount/token')), true);
+  const none = compileMatch('exec', []);
+  assert.ok(typeof none === 'function' && !none(at('/bin/sh')), 'no rule: nothing matches');
+  assert.match(String(compileMatch('network', [{ cidrs: ['10.0.0.0/33'] }])), /cidrs: "10\.0\.0\.0\/33" is not an IPv4 CIDR/);
+  assert.match(String(compileMatch('dns', 'everything')), /match is not a list/);
+  const bad = planFromPolicies([policy('network', {}, [{ cidrs: ['2001:db8::/32'] }])]);
+  assert.equal(bad.families.has('network'), false, 'rules it cannot read are not followed');
+  assert.match(bad.notes.join('\n'), /reins-observe-network: match\[0\]\.cidrs: "2001:db8::\/32" is not an IPv4 CIDR; not followed/);
+});
+
+test('the adapter reports only what the match rules cover; the rest is dropped as no-match', () => {
+  const all = adapt(policy('dns', {}), 'trace_dns').observed.map((o) => o.destName);
+  assert.ok(all.includes('api.openai.com') && all.includes('api.openai.com.eng.svc.cluster.local'));
+  const openai = adapt(policy('dns', {}, [{ names: ['api.openai.com'] }]), 'trace_dns');
+  assert.deepEqual([...new Set(openai.observed.map((o) => o.destName))], ['api.openai.com']);
+  assert.equal(openai.observed[0]!.destIP, '162.159.140.245', 'the answer still gives the address');
+  assert.ok((openai.dropped['no-match'] ?? 0) > 0);
+
+  const connects = adapt(policy('network', {}), 'trace_tcp').observed;
+  const target = connects[0]!.destIP;
+  const one = adapt(policy('network', {}, [{ cidrs: [`${target}/32`] }]), 'trace_tcp');
+  assert.deepEqual([...new Set(one.observed.map((o) => o.destIP))], [target]);
+  assert.equal(one.observed.length, connects.filter((o) => o.destIP === target).length);
+  assert.equal(adapt(policy('network', {}, [{ cidrs: ['0.0.0.0/0'], ports: [1] }]), 'trace_tcp').observed.length, 0, 'no connect to port 1');
+
+  const execs = adapt(policy('exec', {}), 'trace_exec').observed;
+  const binary = execs[0]!.subject;
+  const dir = binary.slice(0, binary.lastIndexOf('/'));
+  assert.deepEqual([...new Set(adapt(policy('exec', {}, [{ paths: [dir] }]), 'trace_exec').observed.map((o) => o.subject))].every((b) => b.startsWith(`${dir}/`)), true);
+  assert.equal(adapt(policy('exec', {}, [{ paths: ['/nowhere'] }]), 'trace_exec').observed.length, 0);
 });
 
 test('live: the sensor lists the Namespaces for a selector, observes the matching ones, and follows a relabel', async () => {
