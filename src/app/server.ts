@@ -91,11 +91,14 @@ async function closeServer(app: FastifyInstance, graceMs: number, inFlight: () =
     app.log.warn({ graceMs }, 'requests still in flight after the shutdown grace: closing their connections');
     app.server.closeAllConnections();
   }, graceMs);
+  let handedOver = 0;
   const handOver = setInterval(() => {
     const open = inFlight();
     const waiting = parked();
     if (open === 0 || open > waiting) return;
-    app.log.info({ parked: waiting }, 'only parked calls left in flight: handing them over (their entries stay pending for the clients\' retries)');
+    // Logged once per batch: the closed connections' requests leave the count on the next tick.
+    if (waiting !== handedOver) app.log.info({ parked: waiting }, 'only parked calls left in flight: handing them over (their entries stay pending for the clients\' retries)');
+    handedOver = waiting;
     app.server.closeAllConnections();
   }, HAND_OVER_POLL_MS);
   try {
@@ -245,9 +248,9 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
       },
       close() {
         closing ??= (async () => {
-          // Readiness first, so the load balancer stops sending here (still served for shutdown.delaySeconds); then the server (no new calls; in-flight calls
-          // finish and queue their audit events; parked calls handed over), then the writer drains. The egress proxy
-          // (last started) stops first, then the app, then what they both read.
+          // Readiness first, so the load balancer stops sending here (still served for shutdown.delaySeconds); then
+          // the server (no new calls; in-flight calls finish and queue their audit events; parked calls handed over),
+          // then the writer drains. The egress proxy (last started) stops first, then the app, then what they both read.
           lifecycle.draining = true;
           const delayMs = config.shutdown.delaySeconds * 1000;
           if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));

@@ -7,6 +7,8 @@
  * Imports only the ingest wire types from the server, type-only: the sensor is a separate program.
  */
 import type { Observation, ObservationFamily } from '../runtime-guard/types.js';
+import { selectorMatches, selectsEverything, type LabelSelector } from './label-selector.js';
+import type { MatchRules } from './match-rules.js';
 
 export const GADGETS = ['trace_dns', 'trace_tcp', 'trace_open', 'trace_exec'] as const;
 export type Gadget = (typeof GADGETS)[number];
@@ -22,8 +24,9 @@ export const ruleOf = (family: ObservationFamily): string => `reins-observe-${fa
  * apart. `no-pod`: no Kubernetes enrichment (a host process outside any pod): nothing to attribute it to.
  * `namespace-excluded`: kube-system and kube-public are outside the observation policies. `not-observed`: a
  * known event that is not evidence (a TCP accept or close; a DNS packet in which the pod is the server).
+ * `no-match`: outside the `match` rules of the family's observation policy.
  */
-export const DROP_CAUSES = ['bad-json', 'unknown-event', 'missing-fields', 'ipv6', 'no-pod', 'namespace-excluded', 'not-observed'] as const;
+export const DROP_CAUSES = ['bad-json', 'unknown-event', 'missing-fields', 'ipv6', 'no-pod', 'namespace-excluded', 'not-observed', 'no-match'] as const;
 export type DropCause = (typeof DROP_CAUSES)[number];
 
 export interface AdapterSink {
@@ -58,8 +61,8 @@ export class EventAdapter {
   private readonly waitMs: number;
   private readonly maxPending: number;
   private readonly nowMs: () => number;
-  /** Per family, from the observation policies: the rule name and the namespaces left out. */
-  private plan: Map<ObservationFamily, { rule: string; excluded: Set<string> }> | null = null;
+  /** Per family, from the observation policies: the rule name and whether a namespace is covered (memoised per namespace). */
+  private plan: Map<ObservationFamily, { rule: string; covers: (namespace: string) => boolean; match: MatchRules | null }> | null = null;
   /** DNS questions seen, waiting for the pod's own answer; insertion order = age. */
   private readonly pending = new Map<string, PendingQuestion>();
 
@@ -72,9 +75,35 @@ export class EventAdapter {
     this.nowMs = options.nowMs ?? Date.now;
   }
 
-  /** Follows the observation policies: each family's rule name and excluded namespaces (null: the defaults). */
-  configure(plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[] }> | null): void {
-    this.plan = plan ? new Map([...plan].map(([f, p]) => [f, { rule: p.rule, excluded: new Set(p.excludedNamespaces) }])) : null;
+  /**
+   * Follows the observation policies: each family's rule name, excluded namespaces and namespace label selector
+   * (null: the defaults). `namespaceLabels` are the Namespaces' labels; a namespace not among them (created since
+   * they were listed) is matched as a namespace without labels until the next list.
+   */
+  configure(
+    plan: ReadonlyMap<ObservationFamily, { rule: string; excludedNamespaces: readonly string[]; namespaceSelector?: LabelSelector; match?: MatchRules | null }> | null,
+    namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>> | null = null,
+  ): void {
+    this.plan = plan
+      ? new Map(
+          [...plan].map(([f, p]) => {
+            const excluded = new Set(p.excludedNamespaces);
+            const selector = p.namespaceSelector && !selectsEverything(p.namespaceSelector) ? p.namespaceSelector : null;
+            const memo = new Map<string, boolean>();
+            const covers = (namespace: string): boolean => {
+              let covered = memo.get(namespace);
+              if (covered === undefined) {
+                covered = !excluded.has(namespace) && (selector === null || selectorMatches(selector, namespaceLabels?.get(namespace) ?? {}));
+                // Bounded: a node sees a limited set of namespaces, but a cluster may have many.
+                if (memo.size >= 10_000) memo.clear();
+                memo.set(namespace, covered);
+              }
+              return covered;
+            };
+            return [f, { rule: p.rule, covers, match: p.match ?? null }];
+          }),
+        )
+      : null;
   }
 
   /** One line of engine output. */
@@ -141,6 +170,7 @@ export class EventAdapter {
     // The name as the pod asked it: search-domain variants are separate questions, each its own observation.
     // Only the root label's dot of the wire form goes.
     base.destName = rawName.endsWith('.') && rawName.length > 1 ? rawName.slice(0, -1) : rawName;
+    if (!this.matches('dns', base.destName, '', null)) return this.sink.drop('no-match');
     const key = `${str(e.netns_id) ?? num(e.netns_id) ?? base.podName}\u0001${str(e.id) ?? num(e.id) ?? ''}\u0001${rawName}\u0001${str(e.qtype) ?? num(e.qtype_raw) ?? ''}`;
     if (qr === 'Q') {
       this.pending.delete(key);
@@ -166,6 +196,7 @@ export class EventAdapter {
     if (!destIP) return this.sink.drop('missing-fields');
     const base = this.base(e, 'trace_tcp', str(src?.addr) ?? '');
     if (typeof base === 'string') return this.sink.drop(base);
+    if (!this.matches('network', '', destIP, num(dst?.port) ?? null)) return this.sink.drop('no-match');
     base.destIP = destIP;
     const error = str(e.error);
     if (error) base.result = error;
@@ -177,6 +208,7 @@ export class EventAdapter {
     if (!target) return this.sink.drop(e.fname === undefined && e.exepath === undefined && e.args === undefined ? 'unknown-event' : 'missing-fields');
     const base = this.base(e, gadget, '');
     if (typeof base === 'string') return this.sink.drop(base);
+    if (!this.matches(base.family, target, '', null)) return this.sink.drop('no-match');
     if (gadget === 'trace_open') {
       base.destName = target;
     } else {
@@ -187,6 +219,12 @@ export class EventAdapter {
     const error = str(e.error);
     if (error) base.result = error;
     this.sink.observe(base);
+  }
+
+  /** Whether the family's policy reports this event (its `match` rules; no rules = every event). */
+  private matches(family: ObservationFamily, name: string, destIP: string, port: number | null): boolean {
+    const match = this.plan?.get(family)?.match;
+    return !match || match({ name, destIP, port });
   }
 
   // ---- common fields ----
@@ -200,7 +238,7 @@ export class EventAdapter {
     if (namespace === '' || podName === '') return 'no-pod';
     const family = FAMILY_OF[gadget];
     const policy = this.plan?.get(family);
-    if ((policy ? policy.excluded : this.excluded).has(namespace)) return 'namespace-excluded';
+    if (policy ? !policy.covers(namespace) : this.excluded.has(namespace)) return 'namespace-excluded';
     // A host-network pod's address is the node's: naming the pod is right, its address would mislead.
     const hostNetwork = k8s?.hostnetwork === true || k8s?.hostNetwork === true;
     const proc = obj(e.proc);

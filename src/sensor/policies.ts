@@ -5,11 +5,15 @@
  * periodically (four small objects: a list every 30 s costs the API server nothing and needs no watch state).
  *
  * What is honoured: `spec.family`, `spec.mode` (monitor only: the sensor never blocks; an enforce-mode policy is
- * left to an enforcing engine and noted in the status), `spec.namespaceSelector.excludeNamespaces`. Not yet: label
- * selectors on namespaces and the `match`/`allow` rules (the monitor policies Reins keeps match everything).
+ * left to an enforcing engine and noted in the status), `spec.namespaceSelector`: its label selector on the
+ * Namespace (`matchLabels`, `matchExpressions`; empty = every namespace) and `excludeNamespaces`. The Namespaces'
+ * labels are listed with the policies, only while some policy's selector needs them; `spec.match`, the events a
+ * monitor policy reports (match-rules.ts; Reins' own four match everything). `allow` is enforce mode's.
  */
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { ObservationFamily } from '../runtime-guard/types.js';
+import { selectsEverything, type LabelSelector } from './label-selector.js';
+import { compileMatch, type MatchRules } from './match-rules.js';
 
 export type PolicyFamily = Exclude<ObservationFamily, 'other'>;
 const FAMILIES: readonly PolicyFamily[] = ['dns', 'network', 'open', 'exec'];
@@ -18,21 +22,54 @@ export interface FamilyPlan {
   /** The policy's name: the observation item's `rule`. */
   rule: string;
   excludedNamespaces: string[];
+  /** The namespaces covered, by their labels; empty (no labels, no expressions) = every namespace. */
+  namespaceSelector: LabelSelector;
+  /** The events reported (`spec.match`); null = every event (Reins' own policies). */
+  match: MatchRules | null;
 }
 
 export interface ObservationPlan {
   families: Map<PolicyFamily, FamilyPlan>;
   /** Policies not followed, and why (for the node status). */
   notes: string[];
+  /** Every Namespace's labels, listed when some family's selector needs them; null otherwise. */
+  namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>> | null;
 }
 
 interface PolicyObject {
   metadata?: { name?: string };
-  spec?: { family?: string; mode?: string; namespaceSelector?: { excludeNamespaces?: unknown } };
+  spec?: { family?: string; mode?: string; namespaceSelector?: { excludeNamespaces?: unknown; matchLabels?: unknown; matchExpressions?: unknown }; match?: unknown };
+}
+
+const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
+
+/** The selector as the policy writes it; a malformed part is a note, and the policy is not followed (never "everything"). */
+function selectorOf(raw: NonNullable<PolicyObject['spec']>['namespaceSelector']): LabelSelector | string {
+  const matchLabels: Record<string, string> = {};
+  const labels = raw?.matchLabels;
+  if (labels !== undefined) {
+    if (!labels || typeof labels !== 'object' || Array.isArray(labels)) return 'namespaceSelector.matchLabels is not a map';
+    for (const [k, v] of Object.entries(labels)) {
+      if (typeof v !== 'string') return `namespaceSelector.matchLabels.${k} is not a string`;
+      matchLabels[k] = v;
+    }
+  }
+  const matchExpressions: LabelSelector['matchExpressions'] = [];
+  const expressions = raw?.matchExpressions;
+  if (expressions !== undefined) {
+    if (!Array.isArray(expressions)) return 'namespaceSelector.matchExpressions is not a list';
+    for (const [i, e] of expressions.entries()) {
+      const x = e as { key?: unknown; operator?: unknown; values?: unknown };
+      if (typeof x?.key !== 'string' || typeof x.operator !== 'string' || !OPERATORS.has(x.operator)) return `namespaceSelector.matchExpressions[${i}] needs a key and an operator In, NotIn, Exists or DoesNotExist`;
+      const values = Array.isArray(x.values) ? x.values.filter((v): v is string => typeof v === 'string') : [];
+      matchExpressions.push({ key: x.key, operator: x.operator as LabelSelector['matchExpressions'][number]['operator'], values });
+    }
+  }
+  return { matchLabels, matchExpressions };
 }
 
 /** The plan from the listed policies: per family, the first monitor-mode policy by name. */
-export function planFromPolicies(items: readonly PolicyObject[]): ObservationPlan {
+export function planFromPolicies(items: readonly PolicyObject[], namespaceLabels: ObservationPlan['namespaceLabels'] = null): ObservationPlan {
   const families = new Map<PolicyFamily, FamilyPlan>();
   const notes: string[] = [];
   const sorted = [...items].sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
@@ -45,10 +82,25 @@ export function planFromPolicies(items: readonly PolicyObject[]): ObservationPla
       continue;
     }
     if (families.has(family)) continue;
+    const selector = selectorOf(p.spec?.namespaceSelector);
+    if (typeof selector === 'string') {
+      notes.push(`RuntimePolicy ${name}: ${selector}; not followed`);
+      continue;
+    }
+    const match = compileMatch(family, p.spec?.match);
+    if (typeof match === 'string') {
+      notes.push(`RuntimePolicy ${name}: ${match}; not followed`);
+      continue;
+    }
     const excluded = p.spec?.namespaceSelector?.excludeNamespaces;
-    families.set(family, { rule: name, excludedNamespaces: Array.isArray(excluded) ? excluded.filter((n): n is string => typeof n === 'string') : [] });
+    families.set(family, { rule: name, excludedNamespaces: Array.isArray(excluded) ? excluded.filter((n): n is string => typeof n === 'string') : [], namespaceSelector: selector, match });
   }
-  return { families, notes };
+  return { families, notes, namespaceLabels };
+}
+
+/** Whether some family's selector needs the Namespaces' labels. */
+export function needsNamespaceLabels(plan: Pick<ObservationPlan, 'families'>): boolean {
+  return [...plan.families.values()].some((f) => !selectsEverything(f.namespaceSelector));
 }
 
 export interface PolicyWatcherOptions {
@@ -73,14 +125,24 @@ export class PolicyWatcher {
   private stopped = false;
   private last = '';
 
+  /** The Namespaces' labels last listed (kept when a list fails, as the plan is). */
+  private labels: Map<string, Record<string, string>> | null = null;
+
   constructor(
     private readonly api: CustomObjectsApi,
+    private readonly core: CoreV1Api,
     private readonly o: PolicyWatcherOptions,
   ) {}
 
   static create(o: PolicyWatcherOptions): PolicyWatcher | null {
     const kc = kubeConfigFrom(o.env);
-    return kc ? new PolicyWatcher(kc.makeApiClient(CustomObjectsApi), o) : null;
+    return kc ? new PolicyWatcher(kc.makeApiClient(CustomObjectsApi), kc.makeApiClient(CoreV1Api), o) : null;
+  }
+
+  /** Every Namespace's labels (the sensor's ClusterRole lists namespaces). */
+  private async listNamespaceLabels(): Promise<Map<string, Record<string, string>>> {
+    const list = await this.core.listNamespace();
+    return new Map(list.items.map((ns) => [ns.metadata?.name ?? '', { ...(ns.metadata?.labels ?? {}) }]));
   }
 
   async start(): Promise<void> {
@@ -91,8 +153,18 @@ export class PolicyWatcher {
     if (this.stopped) return;
     try {
       const list = (await this.api.listClusterCustomObject({ group: 'runtime.reins.dev', version: 'v1', plural: 'runtimepolicies' })) as { items?: PolicyObject[] };
-      const plan = planFromPolicies(list.items ?? []);
-      const key = JSON.stringify([[...plan.families.entries()], plan.notes]);
+      let plan = planFromPolicies(list.items ?? []);
+      if (needsNamespaceLabels(plan)) {
+        try {
+          this.labels = await this.listNamespaceLabels();
+        } catch (err) {
+          if (!this.labels) throw err;
+          // Keep the labels last listed, as the plan is kept when the policies cannot be read.
+        }
+        plan = planFromPolicies(list.items ?? [], this.labels);
+      }
+      // What the plan was made from (its match rules are functions): the policies followed and the labels.
+      const key = JSON.stringify([(list.items ?? []).map((p) => [p.metadata?.name, p.spec]), plan.notes, plan.namespaceLabels ? [...plan.namespaceLabels] : null]);
       this.o.onTrouble(null);
       if (key !== this.last) {
         this.last = key;

@@ -146,7 +146,7 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
           env: config.kubeEnv,
           intervalMs: config.policyIntervalMs,
           onPlan: (plan: ObservationPlan) => {
-            adapter.configure(plan.families);
+            adapter.configure(plan.families, plan.namespaceLabels);
             policyNotes = plan.notes;
             const families = [...plan.families.keys()];
             const absent = (['dns', 'network', 'open', 'exec'] as const).filter((f) => !plan.families.has(f));

@@ -23,7 +23,7 @@ const skip = !storeKinds().includes('postgres') ? 'PostgreSQL not in REINS_TEST_
 const TSX = ['--import', 'tsx'];
 
 /** The container's env and config file from a rendering, secrets from `secret` (Secret reins-secrets' keys). */
-function containerOf(objects: K8sObject[], secret: Record<string, string>, dir: string): { argv: string[]; env: NodeJS.ProcessEnv } {
+function containerOf(objects: K8sObject[], secret: Record<string, string>, dir: string): { argv: string[]; env: NodeJS.ProcessEnv; probes: { readiness: string; liveness: string; startup: string } } {
   const spec = find(objects, 'Deployment', 'reins').spec.template.spec;
   const [container] = spec.containers;
   const configMap = find(objects, 'ConfigMap', spec.volumes.find((v: any) => v.name === 'config').configMap.name);
@@ -44,11 +44,14 @@ function containerOf(objects: K8sObject[], secret: Record<string, string>, dir: 
   }
   assert.equal(env.REINS_CONFIG, `${container.volumeMounts.find((m: any) => m.name === 'config').mountPath}/reins.yaml`);
   env.REINS_CONFIG = configPath;
-  env.PORT = '0';
   const command: string[] = container.command;
   assert.equal(command[0], 'node');
   assert.equal(command.at(-1), 'dist/main.js');
-  return { argv: [...command.slice(1, -1), ...TSX, 'src/main.ts'], env };
+  for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) assert.equal(probe.httpGet.port, 'http');
+  assert.equal(container.ports.find((p: any) => p.name === 'http').containerPort, Number(env.PORT));
+  env.PORT = '0';
+  const probes = { readiness: container.readinessProbe.httpGet.path, liveness: container.livenessProbe.httpGet.path, startup: container.startupProbe.httpGet.path };
+  return { argv: [...command.slice(1, -1), ...TSX, 'src/main.ts'], env, probes };
 }
 
 describe('the rendered Deployment starts the server [postgres]', { skip }, async () => {
@@ -99,15 +102,17 @@ describe('the rendered Deployment starts the server [postgres]', { skip }, async
 
   for (const rendering of ['overlays/production', 'production+migrate-job'] as Rendering[]) {
     test(`${rendering}: the container starts without migrating again, /readyz answers ready, SIGTERM ends it with 0`, async () => {
-      const { argv, env } = containerOf(render(rendering), { DATABASE_URL: database.url, REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN }, dir);
+      const { argv, env, probes } = containerOf(render(rendering), { DATABASE_URL: database.url, REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN }, dir);
       const replica = await startReplicaProcess(rendering, env, argv);
       replicas.push(replica);
       assert.deepEqual(replica.listening.migrationsApplied, [], 'the migrations were applied by `reins migrate`');
       assert.equal(replica.listening.store, 'postgres');
-      const ready = await fetch(`${replica.url}/readyz`);
+      // The probes as rendered: the kubelet would find this replica started, live and ready.
+      const ready = await fetch(`${replica.url}${probes.readiness}`);
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: 'ready', store: 'postgres' });
-      assert.equal((await fetch(`${replica.url}/healthz`)).status, 200);
+      assert.equal((await fetch(`${replica.url}${probes.liveness}`)).status, 200);
+      assert.equal((await fetch(`${replica.url}${probes.startup}`)).status, 200);
       // The Secret's bootstrap token made the first admin; reins.yaml's egress proxy and runtime guard are on.
       const me = await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/auth/me');
       assert.equal(me.status, 200);

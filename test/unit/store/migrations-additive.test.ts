@@ -1,0 +1,59 @@
+/**
+ * Migrations only add (deploy/README.md "Upgrades"): during a rolling update the previous version runs on the new
+ * schema beside the new one, and a rollback needs no down-migration. So a migration creates (tables, indexes,
+ * sequences, functions, triggers) or adds a column that the previous version's INSERTs can leave out (nullable, or
+ * NOT NULL with a DEFAULT); it never drops, renames, retypes, or tightens what a released version reads or writes.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { listMigrations, splitStatements } from '../../../src/store/migrate.js';
+
+const ADDITIVE = [
+  /^CREATE (UNIQUE )?INDEX (IF NOT EXISTS )?\w+ ON /i,
+  /^CREATE TABLE (IF NOT EXISTS )?\w+ \(/i,
+  /^CREATE SEQUENCE (IF NOT EXISTS )?\w+/i,
+  /^CREATE (OR REPLACE )?FUNCTION \w+\(/i,
+  /^CREATE TRIGGER \w+ /i,
+];
+const ADD_COLUMN = /^ALTER TABLE (\w+) ADD COLUMN (IF NOT EXISTS )?(\w+) ([^;]*?);?$/i;
+
+/** Why a statement is not additive, or null. */
+function notAdditive(statement: string): string | null {
+  const s = statement.replace(/\s+/g, ' ').trim();
+  if (ADDITIVE.some((r) => r.test(s))) return null;
+  const add = ADD_COLUMN.exec(s);
+  if (add) {
+    const definition = add[4]!;
+    if (/\bNOT NULL\b/i.test(definition) && !/\bDEFAULT\b/i.test(definition)) return `column ${add[1]}.${add[3]} is NOT NULL without a DEFAULT: the previous version's INSERTs would fail`;
+    if (/\b(REFERENCES|CHECK|UNIQUE|PRIMARY KEY)\b/i.test(definition)) return `column ${add[1]}.${add[3]} adds a constraint the previous version may break`;
+    return null;
+  }
+  return `not an additive statement: ${s.slice(0, 120)}`;
+}
+
+test('every migration only adds', () => {
+  const problems: string[] = [];
+  for (const m of listMigrations()) {
+    for (const statement of splitStatements(m.sql)) {
+      const why = notAdditive(statement);
+      if (why) problems.push(`${String(m.version).padStart(3, '0')}_${m.name}: ${why}`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('the check refuses what a rolling update cannot run beside', () => {
+  for (const s of [
+    'DROP TABLE grants',
+    'ALTER TABLE grants DROP COLUMN note',
+    'ALTER TABLE grants RENAME COLUMN note TO notes',
+    'ALTER TABLE grants ALTER COLUMN note TYPE integer',
+    'ALTER TABLE grants ADD COLUMN weight integer NOT NULL',
+    'ALTER TABLE grants ADD COLUMN parent text REFERENCES grants(id)',
+    'ALTER TABLE grants ADD CONSTRAINT x CHECK (true)',
+  ]) {
+    assert.notEqual(notAdditive(s), null, s);
+  }
+  assert.equal(notAdditive('ALTER TABLE grants ADD COLUMN weight integer NOT NULL DEFAULT 0'), null);
+  assert.equal(notAdditive('ALTER TABLE grants ADD COLUMN note text'), null);
+});
