@@ -17,6 +17,7 @@ export type { AccessRequest, DecisionOutcome, ExceptionRule, Grant, Notification
 export type { HeldCall, HumanReviewSettings } from '../../src/held-calls/contract.js';
 export type { AuditEvent } from '../../src/audit/contract.js';
 export type { Policy } from '../../src/policy/contract.js';
+export type { RateLimit } from '../../src/budgets/contract.js';
 
 // ---- Runtime guard (spec: "Runtime status", "Reconciliation payload", "Observation item") ----
 

@@ -29,6 +29,7 @@ import { McpGovernance, PlaneGovernance } from '../governance/plane-governance.j
 import { REINS_VERSION } from '../version.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { registerGatewayRuleRoutes } from '../budgets/routes.js';
+import { registerRateLimitRoutes } from '../budgets/rate-limit-routes.js';
 import { registerSpendRoutes } from '../budgets/spend.js';
 import { registerApprovalRoutes } from '../approvals/routes.js';
 import { requestDesk } from '../governance/request-desk.js';
@@ -245,6 +246,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
+  registerRateLimitRoutes(app, { db: deps.db, rules: gw.rules });
   registerSpendRoutes(app, deps.db);
   registerApprovalRoutes(app, deps.db);
   registerHeldCallRoutes(app, { db: deps.db, registry: gw.held, review: gw.review });

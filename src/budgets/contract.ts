@@ -92,3 +92,32 @@ export const SpendReportSchema = Type.Object({
     }),
   ),
 });
+
+const UpstreamName = Type.String({ minLength: 1, maxLength: 63, description: '"*" (every upstream) or an upstream name as in providers' });
+const PerMinute = (what: string, maximum: number) => Type.Optional(Type.Integer({ minimum: 0, maximum, description: `${what} per minute for each identity the scope covers` }));
+
+export const RateLimitBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    scope: Scope,
+    pattern: ModelGlob,
+    upstream: Type.Optional(UpstreamName),
+    requestsPerMinute: PerMinute('Requests', 10_000_000),
+    tokensPerMinute: PerMinute('Tokens (input plus output, counted when the answer reports them)', 1e12),
+  },
+  { additionalProperties: false },
+);
+export type RateLimitBodyInput = Static<typeof RateLimitBody>;
+
+export const RateLimitSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scope: Type.String(),
+  pattern: Type.String(),
+  upstream: Type.String(),
+  requestsPerMinute: Type.Optional(Type.Integer()),
+  tokensPerMinute: Type.Optional(Type.Integer()),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+export type RateLimit = Static<typeof RateLimitSchema>;

@@ -1,15 +1,17 @@
 /**
- * Every replica's copy of the budget rules and model-access rules the gateway checks on each call,
+ * Every replica's copy of the budget rules, model-access rules and rate limits the gateway checks on each call,
  * re-read on NOTIFY (reins_gateway_rules) and periodically, like the policy set.
  */
 import { Channels, type Db, type Queryable } from '../store/db.js';
 import { Snapshot } from '../store/snapshot.js';
 import { listBudgetRules, type BudgetRule } from './budget-store.js';
 import { listModelAccessRules, type ModelAccessRule } from './model-access-store.js';
+import { listRateLimits, type RateLimit } from './rate-limit-store.js';
 
 export interface GatewayRulesValue {
   budgetRules: readonly BudgetRule[];
   modelAccess: readonly ModelAccessRule[];
+  rateLimits: readonly RateLimit[];
 }
 
 export class GatewayRules {
@@ -21,7 +23,7 @@ export class GatewayRules {
       refreshSeconds: options.refreshSeconds,
       ...(options.listen === undefined ? {} : { listen: options.listen }),
       ...(options.onError ? { onError: options.onError } : {}),
-      load: async (q: Queryable) => ({ budgetRules: await listBudgetRules(q), modelAccess: await listModelAccessRules(q) }),
+      load: async (q: Queryable) => ({ budgetRules: await listBudgetRules(q), modelAccess: await listModelAccessRules(q), rateLimits: await listRateLimits(q) }),
     });
   }
 

@@ -12,6 +12,7 @@ import { NO_GRANTS } from '../approvals/grants.js';
 import type { RequestNotes } from '../approvals/request-notes.js';
 import type { ModelPrice } from '../budgets/prices.js';
 import type { Reservation } from '../budgets/budget-store.js';
+import type { RateAdmission } from '../budgets/rate-limit-store.js';
 import type { HeldCallRegistry, HoldRequest, ParkedEntry } from '../held-calls/registry.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { DecidingPolicy } from '../policy/compile-policy.js';
@@ -24,13 +25,15 @@ import type { DecisionMemo } from './decision-memo.js';
 import type { Span } from '@opentelemetry/api';
 
 /** Why Reins refuses a call itself (the LLM plane's `RefusalReason`; MCP and egress use a subset). */
-export type CallRefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
+export type CallRefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'rate_limit' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
 
 /** A step's refusal: the reason, and the whole sentence the person sees. `agent` only for agent_not_bound. */
 export interface CallRefusal {
   reason: CallRefusalReason;
   message: string;
   agent?: string;
+  /** rate_limit only: the seconds until the minute's counter starts afresh (the answer's retry-after). */
+  retryAfterSeconds?: number;
 }
 
 /** How a hold ended, as the end event records it. */
@@ -153,6 +156,7 @@ export interface PlaneSpec<Call, D extends PipelineDeps = PipelineDeps> {
 
 const NO_NAMES: string[] = [];
 const NO_RESERVATIONS: Reservation[] = [];
+const NO_ADMISSIONS: RateAdmission[] = [];
 
 export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   readonly plane: PlaneSpec<Call, D>;
@@ -175,6 +179,8 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   /** LLM: the price is the fallback for a model no pattern matches (`prices.default`, …): what it was taken from. */
   fallbackPricedAs: string | null;
   reservations: Reservation[];
+  /** LLM: the rate-limit counters the call was admitted against (its tokens are added there when it ends). */
+  rateAdmissions: RateAdmission[];
   /** Called just before the call is parked (the LLM plane keeps the client alive). */
   beforeHold: (() => void) | undefined;
   /** Called once the call is parked, after its decision event is queued (the MCP plane tells the client). */
@@ -205,6 +211,7 @@ export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Ca
     price: null,
     fallbackPricedAs: null,
     reservations: NO_RESERVATIONS,
+    rateAdmissions: NO_ADMISSIONS,
     beforeHold: undefined,
     onParked: undefined,
     startedAt: 0,

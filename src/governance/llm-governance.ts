@@ -3,7 +3,7 @@
  * governance pipeline (pipeline.ts) with the LLM plane's steps and words.
  *
  *   authenticate  the Reins credential (cached, revocation announced) -> the caller: developer, session, agent
- *   decide        audit room -> caller -> request body -> grants -> policies -> model access -> hold -> budget
+ *   decide        audit room -> caller -> request body -> grants -> policies -> model access -> rate limits -> hold -> budget
  *   completed     actual cost -> budget counters; the call's end event, queued for the batched writer
  *
  * Audit (audit-record.ts): an allowed call's decision event (`llm.request`) is queued when decide allows it,
@@ -40,6 +40,8 @@ import { grantsStep } from './steps/grants-step.js';
 import { holdRequest, holdStep } from './steps/hold-step.js';
 import { modelAccessStep } from './steps/model-access-step.js';
 import { policyStep } from './steps/policy-step.js';
+import { rateLimitStep } from './steps/rate-limit-step.js';
+import { countRateTokens } from '../budgets/rate-limit-store.js';
 
 export interface LlmGovernanceDeps extends BudgetDeps {
   db: Db;
@@ -127,7 +129,8 @@ function llmSection(ctx: Context): { provider: string; upstream: string; route: 
 /** The LLM plane as the governance pipeline sees it. */
 export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   type: 'llm',
-  steps: [auditRoomStep, callerStep, requestBodyStep, grantsStep, policyStep, modelAccessStep, holdStep, budgetStep],
+  // Rate limits before the hold: a person should not approve a call the minute's limit would refuse anyway.
+  steps: [auditRoomStep, callerStep, requestBodyStep, grantsStep, policyStep, modelAccessStep, rateLimitStep, holdStep, budgetStep],
   words: {
     noun: 'request',
     send: 'send',
@@ -206,7 +209,11 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     const run = this.pipeline.run(ctx);
     const decided = run instanceof Promise ? await run : run;
     const refusal = decided.refusal;
-    if (refusal) return { outcome: 'deny', reason: refusal.reason, message: refusal.message };
+    if (refusal) {
+      return refusal.retryAfterSeconds === undefined
+        ? { outcome: 'deny', reason: refusal.reason, message: refusal.message }
+        : { outcome: 'deny', reason: refusal.reason, message: refusal.message, retryAfterSeconds: refusal.retryAfterSeconds };
+    }
     const upstreamHeaders = this.deps.telemetry?.upstreamHeaders(ctx);
     return upstreamHeaders ? { outcome: 'allow', upstreamHeaders } : ALLOW;
   }
@@ -224,6 +231,10 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       pricedAs = null;
     }
     const cost = ctx.price && result.usage ? costOf(ctx.price, result.usage) : null;
+    if (ctx.rateAdmissions.length > 0 && result.usage) {
+      const tokens = result.usage.inputTokens + result.usage.outputTokens + (result.usage.cacheReadTokens ?? 0) + (result.usage.cacheWriteTokens ?? 0);
+      countRateTokens(this.deps.db, ctx.rateAdmissions, tokens).catch((err: Error) => this.deps.onError?.(err, 'rate-limit tokens'));
+    }
     if (ctx.reservations.length > 0) {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
     }

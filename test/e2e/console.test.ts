@@ -412,6 +412,19 @@ describe(`admin console in the browser [${kind}]`, { skip: skipWithoutBrowser },
     await page.getByLabel('Required co-signers (identity ids)').fill('sec/carol');
     await page.getByRole('button', { name: 'Add rule' }).click();
     await page.locator('table.rules').getByText('night releases').waitFor();
+
+    // The rules screen's rate limits: added through the form, listed, in force through the API.
+    const form = page.getByRole('form', { name: 'New rate limit' });
+    await form.getByLabel('Rate limit').fill('agents per minute');
+    await form.getByLabel('Applies to').fill('eng');
+    await form.getByLabel('Upstream').fill('openai');
+    await form.getByLabel('Requests per minute').fill('60');
+    await form.getByRole('button', { name: 'Add rate limit' }).click();
+    const limitRow = page.locator('table.rate-limits tbody tr', { hasText: 'agents per minute' });
+    await limitRow.getByText('60').waitFor();
+    await limitRow.getByText('openai').waitFor();
+    const stored = (await admin.get('/api/v1/rate-limits')).body.items.find((r: any) => r.name === 'agents per minute');
+    assert.deepEqual({ scope: stored.scope, pattern: stored.pattern, upstream: stored.upstream, requestsPerMinute: stored.requestsPerMinute }, { scope: 'eng', pattern: '*', upstream: 'openai', requestsPerMinute: 60 });
     await screenshot(page, 'approvals-rules');
 
     await page.goto('/runtime');

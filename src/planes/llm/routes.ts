@@ -59,6 +59,8 @@ const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {
   approval_required: 'policy_denied',
   model_access: 'model_not_allowed',
   budget: 'budget_exceeded',
+  // A rate limit is the one refusal worth retrying: 429 with retry-after, x-should-retry left unset.
+  rate_limit: 'rate_limited',
   bad_request: 'bad_request',
   credential_revoked: 'unauthenticated',
   agent_not_bound: 'agent_not_bound',
@@ -264,6 +266,7 @@ export class LlmGateway<C = GatewayCaller> {
     held?.stop();
     if (decision.outcome === 'deny') {
       const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
+      if (decision.retryAfterSeconds !== undefined) refusal.headers['retry-after'] = String(decision.retryAfterSeconds);
       complete({ status: refusal.status, end: 'refused' });
       return held ? sseError(res, provider, refusal.body) : send(res, refusal);
     }

@@ -48,13 +48,13 @@ export interface LlmCall<C = GatewayCaller> {
  * Why the gateway refuses a call itself: a policy, the caller's model access, a budget, a bad Reins header, an
  * X-Reins-Agent the token's developer is not bound to, a credential revoked while its held call waited.
  */
-export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
+export type RefusalReason = 'policy' | 'approval_required' | 'model_access' | 'budget' | 'rate_limit' | 'bad_request' | 'agent_not_bound' | 'credential_revoked';
 
 export type GatewayDecision =
   /** `upstreamHeaders`: added to (and replacing) the client's headers upstream: Reins' trace context (`traceparent`). */
   | { outcome: 'allow'; upstreamHeaders?: Readonly<Record<string, string>> }
   /** `message` is the whole sentence the person sees: which policy or rule, its message, what they can do. */
-  | { outcome: 'deny'; reason: RefusalReason; message: string; status?: number };
+  | { outcome: 'deny'; reason: RefusalReason; message: string; status?: number; retryAfterSeconds?: number };
 
 export interface TokenUsage {
   /** Input tokens neither read from nor written to the prompt cache. */

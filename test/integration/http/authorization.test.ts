@@ -79,6 +79,8 @@ describeEachStore('authorization table', ({ store }) => {
     await ok(admin.post('/api/v1/policies', { ...policyBody(), name: 'authz-doomed' }));
     await ok(admin.post('/api/v1/budget-rules', { ...budgetBody(), name: 'authz-read' })).then((b) => (fixtures.budget = b.id));
     await ok(admin.post('/api/v1/budget-rules', { ...budgetBody(), name: 'authz-doomed' })).then((b) => (fixtures.budgetDoomed = b.id));
+    await ok(admin.post('/api/v1/rate-limits', { ...rateLimitBody(), name: 'authz-read' })).then((b) => (fixtures.rateLimit = b.id));
+    await ok(admin.post('/api/v1/rate-limits', { ...rateLimitBody(), name: 'authz-doomed' })).then((b) => (fixtures.rateLimitDoomed = b.id));
     await ok(admin.post('/api/v1/model-access', modelAccessBody())).then((b) => (fixtures.modelAccess = b.id));
     await ok(admin.post('/api/v1/model-access', modelAccessBody())).then((b) => (fixtures.modelAccessDoomed = b.id));
     await ok(admin.post('/api/v1/exception-rules', { ...exceptionRuleBody(), name: 'authz-read' })).then((b) => (fixtures.exceptionRule = b.id));
@@ -128,7 +130,7 @@ describeEachStore('authorization table', ({ store }) => {
     await Promise.allSettled(heldCalls);
   });
 
-  const fixtures = {} as Record<'budget' | 'budgetDoomed' | 'modelAccess' | 'modelAccessDoomed' | 'exceptionRule' | 'exceptionRuleDoomed', string>;
+  const fixtures = {} as Record<'budget' | 'budgetDoomed' | 'rateLimit' | 'rateLimitDoomed' | 'modelAccess' | 'modelAccessDoomed' | 'exceptionRule' | 'exceptionRuleDoomed', string>;
   const policyBody = () => ({
     name: fresh('authz-policy'),
     kind: 'deny',
@@ -137,6 +139,7 @@ describeEachStore('authorization table', ({ store }) => {
     message: 'never used',
   });
   const budgetBody = () => ({ name: fresh('authz-budget'), scope: 'authz/nobody', pattern: '*', limitUsd: 5, period: 'day' });
+  const rateLimitBody = () => ({ name: fresh('authz-rate'), scope: 'authz/nobody', pattern: '*', upstream: 'openai', requestsPerMinute: 5 });
   const modelAccessBody = () => ({ scope: 'authz', models: ['gpt-4o-mini'], description: 'authorization table' });
   const exceptionRuleBody = () => ({ name: fresh('authz-rule'), policyName: 'autonomy-egress-allowlist', maxDurationSeconds: 3600 });
   const requestBody = () => ({ type: 'exception', targetPolicy: 'autonomy-model-ceiling', justification: 'authorization table' });
@@ -233,6 +236,11 @@ describeEachStore('authorization table', ({ store }) => {
     { op: 'GET /api/v1/budget-rules/{id}', path: () => `/api/v1/budget-rules/${fixtures.budget}`, expect: readers(200) },
     { op: 'PUT /api/v1/budget-rules/{id}', path: () => `/api/v1/budget-rules/${fixtures.budget}`, body: () => ({ ...budgetBody(), limitUsd: 6 }), expect: adminOnly(200) },
     { op: 'DELETE /api/v1/budget-rules/{id}', path: () => `/api/v1/budget-rules/${fixtures.budgetDoomed}`, expect: adminOnly(200) },
+    { op: 'GET /api/v1/rate-limits', expect: readers(200) },
+    { op: 'POST /api/v1/rate-limits', body: () => rateLimitBody(), expect: adminOnly(201) },
+    { op: 'GET /api/v1/rate-limits/{id}', path: () => `/api/v1/rate-limits/${fixtures.rateLimit}`, expect: readers(200) },
+    { op: 'PUT /api/v1/rate-limits/{id}', path: () => `/api/v1/rate-limits/${fixtures.rateLimit}`, body: () => ({ ...rateLimitBody(), tokensPerMinute: 600 }), expect: adminOnly(200) },
+    { op: 'DELETE /api/v1/rate-limits/{id}', path: () => `/api/v1/rate-limits/${fixtures.rateLimitDoomed}`, expect: adminOnly(200) },
     { op: 'GET /api/v1/budget-rules/{id}/usage', path: () => `/api/v1/budget-rules/${fixtures.budget}/usage`, expect: readers(200) },
     { op: 'GET /api/v1/model-access', expect: readers(200) },
     { op: 'POST /api/v1/model-access', body: () => modelAccessBody(), expect: adminOnly(201) },

@@ -1,6 +1,7 @@
 /**
  * Rules: exception rules, the reusable rules a request can be granted against (a policy, the longest a
- * grant may last, its required co-signers and project scope). Managed separately from grants.
+ * grant may last, its required co-signers and project scope), managed separately from grants; and rate limits
+ * (rate-limits.tsx).
  */
 import { useState, type FormEvent } from 'react';
 import { del, enc, messageOf, post } from '../../api';
@@ -10,6 +11,7 @@ import { formatDuration, parseIdList } from '../../format';
 import { useMe, VIEWER_CANNOT } from '../../session';
 import type { ExceptionRule, Policy } from '../../types';
 import { useResource } from '../../use-resource';
+import { RateLimits } from './rate-limits';
 
 export function Rules() {
   const me = useMe();
@@ -74,6 +76,7 @@ export function Rules() {
         </ConfirmDialog>
       ) : null}
       {me.role === 'admin' ? <NewRule onCreated={rules.reload} /> : null}
+      <RateLimits />
     </>
   );
 }
