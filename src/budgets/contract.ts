@@ -87,7 +87,8 @@ export const SpendReportSchema = Type.Object({
       inputTokens: Type.Integer(),
       outputTokens: Type.Integer(),
       costUsd: Type.Number(),
-      unpricedRequests: Type.Integer(),
+      unpricedRequests: Type.Integer({ description: 'Calls recorded without a cost (before unknown models were costed with the fallback price)' }),
+      estimatedRequests: Type.Integer({ description: 'Calls to models no price names, costed with the fallback price (costEstimated in their audit event)' }),
     }),
   ),
 });

@@ -17,6 +17,11 @@ export interface PriceEntry {
   price: ModelPrice;
   /** The provider whose model ids the pattern is written for; absent means any provider. */
   provider?: ProviderName;
+  /**
+   * A premium model (OpenAI's `-pro` and deep-research models, priced far above their family): left out when the
+   * fallback for an unknown model is worked out, since a new model id is far likelier a standard one.
+   */
+  premium?: boolean;
 }
 
 /**
@@ -62,28 +67,44 @@ function family(provider: ProviderName, patterns: string[], p: ModelPrice): Pric
   return patterns.map((pattern) => ({ pattern, price: p, provider }));
 }
 
+function premiumFamily(provider: ProviderName, patterns: string[], p: ModelPrice): PriceEntry[] {
+  return patterns.map((pattern) => ({ pattern, price: p, provider, premium: true }));
+}
+
 /**
  * List prices, USD per million tokens, standard (not batch, flex or priority) tier, as of 2026-11:
  * OpenAI from platform.openai.com/docs/pricing, Anthropic from platform.claude.com/docs/en/about-claude/pricing,
- * Bedrock from aws.amazon.com/bedrock/pricing (us-east-1, on-demand). List prices as of 2026; admins override
- * them in config, which is also the way to price a model not listed here (an unlisted model has no price).
+ * Bedrock from aws.amazon.com/bedrock/pricing (us-east-1, on-demand). Checked again on 2026-11-25 for the current
+ * families: Claude Sonnet 5 and 5.5 at $2/$10 (the model overview page on platform.claude.com; its introductory
+ * price was made standard), Opus 5 and 4.8 at $5/$25, Fable 5 / 5.1 and Mythos 5 / 5.1 at $10/$50; OpenAI GPT-5.5
+ * $5/$30, GPT-5.4 $2.50/$15 (mini $0.75/$4.50, nano $0.20/$1.25), their pro models $30/$180, GPT-5.3 Codex
+ * $1.75/$14 (OpenAI's pricing page as quoted in June 2026). Admins override them in config; a model listed
+ * nowhere is costed with the fallback (`fallbackPrice`), its cost marked as estimated.
  *
  * Patterns name a family and its dated snapshots (`gpt-4o`, `gpt-4o-20*`) rather than a bare prefix
  * (`gpt-4o*`), so that a differently priced sibling (`gpt-4o-realtime-preview`) or a later version stays
- * unpriced instead of silently priced as its neighbour. Not modelled: long-context surcharges (Sonnet 4
+ * unlisted (costed with the fallback price, marked estimated) instead of silently priced as its neighbour. Not modelled: long-context surcharges (Sonnet 4
  * and 4.5 above 200K input tokens), 1-hour cache writes (2x input), per-call tool fees, batch discounts.
  */
 export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // OpenAI. No charge for writing the prompt cache, so no cacheWritePerMTok (OpenAI reports no writes).
+  ...family('openai', ['gpt-5.5', 'gpt-5.5-*'], price(5, 30, 0.5)),
+  ...premiumFamily('openai', ['gpt-5.5-pro', 'gpt-5.5-pro-*'], price(30, 180)),
+  ...family('openai', ['gpt-5.4', 'gpt-5.4-*'], price(2.5, 15, 0.25)),
+  ...family('openai', ['gpt-5.4-mini', 'gpt-5.4-mini-*'], price(0.75, 4.5, 0.075)),
+  ...family('openai', ['gpt-5.4-nano', 'gpt-5.4-nano-*'], price(0.2, 1.25, 0.02)),
+  ...premiumFamily('openai', ['gpt-5.4-pro', 'gpt-5.4-pro-*'], price(30, 180)),
+  // `gpt-5.3-*` covers gpt-5.3-codex (Codex CLI's model in 2026).
+  ...family('openai', ['gpt-5.3', 'gpt-5.3-*'], price(1.75, 14, 0.175)),
   ...family('openai', ['gpt-5.2', 'gpt-5.2-*'], price(1.75, 14, 0.175)),
-  ...family('openai', ['gpt-5.2-pro', 'gpt-5.2-pro-*'], price(21, 168)),
+  ...premiumFamily('openai', ['gpt-5.2-pro', 'gpt-5.2-pro-*'], price(21, 168)),
   ...family('openai', ['gpt-5.1', 'gpt-5.1-*'], price(1.25, 10, 0.125)),
   ...family('openai', ['gpt-5.1-codex-mini', 'gpt-5.1-codex-mini-*'], price(0.25, 2, 0.025)),
   // `gpt-5-*` covers the dated snapshot, gpt-5-chat-latest, gpt-5-codex and gpt-5-search-api (same price).
   ...family('openai', ['gpt-5', 'gpt-5-*'], price(1.25, 10, 0.125)),
   ...family('openai', ['gpt-5-mini', 'gpt-5-mini-*'], price(0.25, 2, 0.025)),
   ...family('openai', ['gpt-5-nano', 'gpt-5-nano-*'], price(0.05, 0.4, 0.005)),
-  ...family('openai', ['gpt-5-pro', 'gpt-5-pro-*'], price(15, 120)),
+  ...premiumFamily('openai', ['gpt-5-pro', 'gpt-5-pro-*'], price(15, 120)),
   ...family('openai', ['gpt-4.1', 'gpt-4.1-20*'], price(2, 8, 0.5)),
   ...family('openai', ['gpt-4.1-mini', 'gpt-4.1-mini-20*'], price(0.4, 1.6, 0.1)),
   ...family('openai', ['gpt-4.1-nano', 'gpt-4.1-nano-20*'], price(0.1, 0.4, 0.025)),
@@ -93,13 +114,13 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   ...family('openai', ['chatgpt-4o-latest'], price(5, 15)),
   ...family('openai', ['gpt-4o-mini', 'gpt-4o-mini-20*'], price(0.15, 0.6, 0.075)),
   ...family('openai', ['o3', 'o3-20*'], price(2, 8, 0.5)),
-  ...family('openai', ['o3-pro', 'o3-pro-20*'], price(20, 80)),
+  ...premiumFamily('openai', ['o3-pro', 'o3-pro-20*'], price(20, 80)),
   ...family('openai', ['o3-mini', 'o3-mini-20*'], price(1.1, 4.4, 0.55)),
-  ...family('openai', ['o3-deep-research', 'o3-deep-research-20*'], price(10, 40, 2.5)),
+  ...premiumFamily('openai', ['o3-deep-research', 'o3-deep-research-20*'], price(10, 40, 2.5)),
   ...family('openai', ['o4-mini', 'o4-mini-20*'], price(1.1, 4.4, 0.275)),
-  ...family('openai', ['o4-mini-deep-research', 'o4-mini-deep-research-20*'], price(2, 8, 0.5)),
+  ...premiumFamily('openai', ['o4-mini-deep-research', 'o4-mini-deep-research-20*'], price(2, 8, 0.5)),
   ...family('openai', ['o1', 'o1-20*'], price(15, 60, 7.5)),
-  ...family('openai', ['o1-pro', 'o1-pro-20*'], price(150, 600)),
+  ...premiumFamily('openai', ['o1-pro', 'o1-pro-20*'], price(150, 600)),
   ...family('openai', ['o1-mini', 'o1-mini-20*'], price(1.1, 4.4, 0.55)),
   ...family('openai', ['codex-mini-latest'], price(1.5, 6, 0.375)),
   ...family('openai', ['text-embedding-3-small'], price(0.02, 0)),
@@ -108,6 +129,11 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
 
   // Anthropic. Ids are `claude-<family>-<version>` aliases and `-YYYYMMDD` snapshots (`claude-opus-4-0`
   // and `claude-opus-4-20250514` are the same model).
+  ...family('anthropic', ['claude-fable-5*', 'claude-mythos-5*'], claude(10, 50)),
+  // Opus 5 itself (not Opus 5.5, whose price is not published here yet: it takes the fallback).
+  ...family('anthropic', ['claude-opus-5', 'claude-opus-5-20*'], claude(5, 25)),
+  // Claude Code's `sonnet` alias.
+  ...family('anthropic', ['claude-sonnet-5*'], claude(2, 10)),
   ...family('anthropic', ['claude-opus-4-8*', 'claude-opus-4-7*', 'claude-opus-4-6*', 'claude-opus-4-5*'], claude(5, 25)),
   ...family('anthropic', ['claude-opus-4-1*', 'claude-opus-4-0*', 'claude-opus-4-20*'], claude(15, 75)),
   ...family('anthropic', ['claude-3-opus*'], claude(15, 75)),
@@ -121,8 +147,15 @@ export const DEFAULT_PRICES: readonly PriceEntry[] = [
   // Claude 3 Haiku's cache rates are not the usual multiples.
   ...family('anthropic', ['claude-3-haiku*'], price(0.25, 1.25, 0.03, 0.3)),
 
-  // Bedrock: `anthropic.claude-sonnet-4-5-20250929-v1:0`, with a cross-region prefix (`us.`, `eu.`,
-  // `apac.`, `global.`) or inside an inference-profile or foundation-model ARN, hence the leading `*`.
+  // Bedrock: `anthropic.claude-sonnet-4-5-20250929-v1:0`, `anthropic.claude-opus-4-6-v1`, with a cross-region prefix
+  // (`us.`, `eu.`, `apac.`, `global.`: Claude Code sends `us.anthropic.…` in Bedrock mode) or inside an
+  // inference-profile or foundation-model ARN, hence the leading `*`.
+  ...family('bedrock', ['*anthropic.claude-fable-5*', '*anthropic.claude-mythos-5*'], claudeRegional(10, 50)),
+  ...family('bedrock', ['*global.anthropic.claude-fable-5*', '*global.anthropic.claude-mythos-5*'], claude(10, 50)),
+  ...family('bedrock', ['*anthropic.claude-opus-5-v*', '*anthropic.claude-opus-5-20*'], claudeRegional(5, 25)),
+  ...family('bedrock', ['*global.anthropic.claude-opus-5-v*', '*global.anthropic.claude-opus-5-20*'], claude(5, 25)),
+  ...family('bedrock', ['*anthropic.claude-sonnet-5*'], claudeRegional(2, 10)),
+  ...family('bedrock', ['*global.anthropic.claude-sonnet-5*'], claude(2, 10)),
   ...family('bedrock', ['*anthropic.claude-opus-4-8*', '*anthropic.claude-opus-4-7*', '*anthropic.claude-opus-4-6*', '*anthropic.claude-opus-4-5*'], claudeRegional(5, 25)),
   ...family('bedrock', ['*global.anthropic.claude-opus-4-8*', '*global.anthropic.claude-opus-4-7*', '*global.anthropic.claude-opus-4-6*', '*global.anthropic.claude-opus-4-5*'], claude(5, 25)),
   ...family('bedrock', ['*anthropic.claude-sonnet-4-6*', '*anthropic.claude-sonnet-4-5*'], claudeRegional(3, 15)),
@@ -237,12 +270,24 @@ export interface PriceTableEntry {
   override: boolean;
 }
 
+/** The price of a model no pattern matches, and what it was taken from (the audit event records it). */
+export interface FallbackPrice {
+  price: ModelPrice;
+  /** `prices.default`, `prices.<provider>:default`, or the pattern of the dearest known model (`claude-opus-4-1*`). */
+  pricedAs: string;
+}
+
 /** Build it with `createPriceTable`; its fields are internal. */
 export interface PriceTable {
   /** In lookup order: the first entry that matches is the answer. */
   readonly entries: readonly PriceTableEntry[];
   readonly cache: Map<string, ModelPrice | null>;
+  /** Per provider, the price of an unknown model (`fallbackPrice`). */
+  readonly fallbacks: ReadonlyMap<ProviderName, FallbackPrice>;
 }
+
+/** The config key of the fallback price: `default` (every provider) or `<provider>:default`. */
+export const FALLBACK_KEY = 'default';
 
 const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
 
@@ -305,11 +350,15 @@ export function createPriceTable(
   overrides: Readonly<Record<string, ModelPrice>>,
   defaults: readonly PriceEntry[] = DEFAULT_PRICES,
 ): PriceTable {
-  const all: Array<PriceTableEntry & { index: number }> = [];
+  const all: Array<PriceTableEntry & { index: number; premium: boolean }> = [];
+  const configured = new Map<ProviderName | null, FallbackPrice>();
   for (const [key, p] of Object.entries(overrides)) {
     const { provider, pattern } = parseOverrideKey(key);
     if (pattern === '') throw new Error(`price override "${key}": the model pattern is empty`);
-    all.push({ pattern, provider, price: checkPrice(`price override "${key}"`, p), override: true, index: all.length });
+    const checked = checkPrice(`price override "${key}"`, p);
+    // `default` prices unknown models rather than a model called "default".
+    if (pattern === FALLBACK_KEY) configured.set(provider, { price: checked, pricedAs: `prices.${key}` });
+    else all.push({ pattern, provider, price: checked, override: true, index: all.length, premium: false });
   }
   for (const entry of defaults) {
     all.push({
@@ -318,10 +367,40 @@ export function createPriceTable(
       price: checkPrice(`default price "${entry.pattern}"`, entry.price),
       override: false,
       index: all.length,
+      premium: entry.premium === true,
     });
   }
   all.sort(rank);
-  return { entries: all.map(({ pattern, provider, price: p, override }) => ({ pattern, provider, price: p, override })), cache: new Map() };
+  const fallbacks = new Map<ProviderName, FallbackPrice>();
+  for (const provider of PROVIDERS) {
+    const fallback = configured.get(provider) ?? configured.get(null) ?? dearest(all, provider);
+    fallbacks.set(provider, Object.freeze(fallback));
+  }
+  return { entries: all.map(({ pattern, provider, price: p, override }) => ({ pattern, provider, price: p, override })), cache: new Map(), fallbacks };
+}
+
+/**
+ * With no price configured for unknown models: the dearest known standard model of the provider (output, then input
+ * price), from the built-in list and the overrides qualified with that provider.
+ */
+function dearest(entries: readonly (PriceTableEntry & { premium: boolean })[], provider: ProviderName): FallbackPrice {
+  let best: (PriceTableEntry & { premium: boolean }) | null = null;
+  for (const e of entries) {
+    // The provider's own models only: an unqualified override (`in-house-llm-*`) names no provider's model.
+    if (e.premium || e.provider !== provider) continue;
+    if (!best || e.price.outputPerMTok > best.price.outputPerMTok || (e.price.outputPerMTok === best.price.outputPerMTok && e.price.inputPerMTok > best.price.inputPerMTok)) best = e;
+  }
+  // No entry at all (an empty table): nothing is known, so nothing is charged, and the cost says it is estimated.
+  return best ? { price: best.price, pricedAs: best.pattern } : { price: Object.freeze({ inputPerMTok: 0, outputPerMTok: 0 }), pricedAs: 'none' };
+}
+
+/**
+ * The price of a model no pattern matches on `provider`: `prices.<provider>:default`, else `prices.default`, else
+ * the dearest known standard model of that provider, so a budget is never kept with less than the call may cost.
+ * A missing price is never a reason to refuse a call; its cost is marked estimated.
+ */
+export function fallbackPrice(table: PriceTable, provider: ProviderName): FallbackPrice {
+  return table.fallbacks.get(provider) ?? { price: Object.freeze({ inputPerMTok: 0, outputPerMTok: 0 }), pricedAs: 'none' };
 }
 
 /**

@@ -26,8 +26,10 @@ export interface SpendRow {
   inputTokens: number;
   outputTokens: number;
   costUsd: number;
-  /** Calls to models Reins has no price for: their cost is not in costUsd. */
+  /** Calls recorded with no price (by releases that did not yet cost unknown models): their cost is not in costUsd. */
   unpricedRequests: number;
+  /** Calls to models no price names, costed with the fallback price: their part of costUsd is an estimate. */
+  estimatedRequests: number;
 }
 
 const KEY: Record<SpendGrouping, string> = {
@@ -50,12 +52,13 @@ export async function spendReport(
   // so sessions are grouped per identity and name it; a day spans many identities.
   const identity = query.groupBy === 'day' ? 'NULL' : 'actor_id';
   const group = query.groupBy === 'session' ? `${key}, actor_id` : key;
-  const r = await q.query<{ key: string; identity: string | null; requests: string; input: string | null; output: string | null; cost: string | null; unpriced: string }>(
+  const r = await q.query<{ key: string; identity: string | null; requests: string; input: string | null; output: string | null; cost: string | null; unpriced: string; estimated: string }>(
     `SELECT ${key} AS key, ${identity} AS identity, count(*) FILTER (WHERE action = 'llm.request')::text AS requests,
             sum((data->'usage'->>'inputTokens')::bigint)::text AS input,
             sum((data->'usage'->>'outputTokens')::bigint)::text AS output,
             sum((data->>'costUsd')::numeric)::text AS cost,
-            count(*) FILTER (WHERE data->>'unpriced' = 'true')::text AS unpriced
+            count(*) FILTER (WHERE data->>'unpriced' = 'true')::text AS unpriced,
+            count(*) FILTER (WHERE data->>'costEstimated' = 'true')::text AS estimated
        FROM audit_events WHERE ${where.join(' AND ')}
       GROUP BY ${group} ORDER BY sum((data->>'costUsd')::numeric) DESC NULLS LAST, ${group} LIMIT 1000`,
     params,
@@ -68,6 +71,7 @@ export async function spendReport(
     outputTokens: Number(row.output ?? 0),
     costUsd: Number(row.cost ?? 0),
     unpricedRequests: Number(row.unpriced),
+    estimatedRequests: Number(row.estimated),
   }));
 }
 

@@ -141,8 +141,10 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   held: HeldRecord | null;
   /** Set when the decision event is queued: the end event then follows with the same id. */
   callId: string | null;
-  /** LLM: the model's price (null: unpriced) and the budget reservations to settle. */
+  /** LLM: the model's price (null: no model named) and the budget reservations to settle. */
   price: ModelPrice | null;
+  /** LLM: the price is the fallback for a model no pattern matches (`prices.default`, …): what it was taken from. */
+  fallbackPricedAs: string | null;
   reservations: Reservation[];
   /** Called just before the call is parked (the LLM plane keeps the client alive). */
   beforeHold: (() => void) | undefined;
@@ -165,6 +167,7 @@ export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Ca
     held: null,
     callId: null,
     price: null,
+    fallbackPricedAs: null,
     reservations: NO_RESERVATIONS,
     beforeHold: undefined,
     onParked: undefined,

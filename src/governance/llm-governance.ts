@@ -205,8 +205,10 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
       settleBudget(this.deps.db, ctx.reservations, cost ?? 0).catch((err: Error) => this.deps.onError?.(err, 'budget settlement'));
     }
     recordEnd(ctx, this.pipeline, result, (data) => {
-      // With the outcome, since that is where the cost is (or is not) counted: spend's unpricedRequests, settled budgets.
-      if (call.metered && call.model !== null && ctx.price === null) data.unpriced = true;
+      // With the outcome, since that is where the cost is counted: spend's estimatedRequests, settled budgets. A model
+      // no price names is costed with the fallback: the cost is an estimate, and says what it was priced as.
+      if (cost !== null) data.costEstimated = ctx.fallbackPricedAs !== null;
+      if (ctx.fallbackPricedAs !== null) data.pricedAs = ctx.fallbackPricedAs;
       if (ctx.reservations.length > 0) data.budgetRules = ctx.reservations.map((r) => r.ruleId);
       data.usage = result.usage ?? null;
       data.costUsd = cost;

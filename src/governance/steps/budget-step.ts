@@ -1,6 +1,6 @@
 import { enforcedRules, periodKey } from '../../budgets/budget-rules.js';
 import { reserveBudget } from '../../budgets/budget-store.js';
-import { estimateCost, priceOf, type PriceTable } from '../../budgets/prices.js';
+import { estimateCost, fallbackPrice, priceOf, type PriceTable } from '../../budgets/prices.js';
 import type { LlmCall } from '../../planes/llm/types.js';
 import type { Db } from '../../store/db.js';
 import { callTime, type CallContext, type CallRefusal, type StepEnv, type StepResult } from '../call-context.js';
@@ -21,19 +21,17 @@ export function budgetStep<D extends BudgetDeps>(ctx: CallContext<LlmCall<Govern
   const call = ctx.call;
   if (!call.metered || call.model === null) return undefined;
   const caller = ctx.caller;
-  ctx.price = priceOf(env.deps.prices, call.provider, call.model);
+  const listed = priceOf(env.deps.prices, call.provider, call.model);
+  if (listed !== null) ctx.price = listed;
+  else {
+    // A model no price names (a new release, an in-house id) is never refused for that: it is costed with the
+    // fallback, and its cost is marked estimated in the audit event.
+    const fallback = fallbackPrice(env.deps.prices, call.provider);
+    ctx.price = fallback.price;
+    ctx.fallbackPricedAs = fallback.pricedAs;
+  }
   const binding = enforcedRules(env.deps.rules.value.budgetRules, { identityId: caller.identityId, model: call.model });
   if (binding.length === 0) return undefined;
-  if (ctx.price === null) {
-    // Without a price a budget cannot be kept: refusing is the only way not to let spend around it.
-    const rule = binding[0]!;
-    return {
-      reason: 'budget',
-      message:
-        `Reins refused this request: budget "${rule.name}" applies to model ${call.model}, but Reins has no price for it, so the spend ` +
-        `cannot be counted. Ask an admin to add a price for ${call.model} (config key prices), or use a priced model.`,
-    };
-  }
   const estimate = estimateCost(ctx.price, { inputBytes: call.bodyBytes, maxTokens: call.maxTokens });
   const reservations = [];
   for (const rule of binding) {

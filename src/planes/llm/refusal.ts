@@ -10,8 +10,9 @@ export type { GatewayAnswer, GatewayErrorKind } from './providers/index.js';
 const STATUS: Record<GatewayErrorKind, number> = {
   policy_denied: 403,
   model_not_allowed: 403,
-  // Providers answer an exhausted quota with 429; x-should-retry: false keeps the SDK from retrying it.
-  budget_exceeded: 429,
+  // 402, not the 429 a provider answers an exhausted quota with: the Vercel AI SDK and LangChain decide by status
+  // alone and retry every 429 whatever x-should-retry says, and none of the SDKs retries a 402 (docs/gateway.md).
+  budget_exceeded: 402,
   unauthenticated: 401,
   unknown_route: 404,
   provider_not_configured: 503,
@@ -24,9 +25,10 @@ const STATUS: Record<GatewayErrorKind, number> = {
 };
 
 /**
- * SDKs retry 408, 409, 429 and 5xx unless `x-should-retry` says otherwise. A refusal or a missing upstream
- * will not change on retry, so those say false; an unreachable upstream may recover, so it leaves retrying
- * to the SDK.
+ * The OpenAI and Anthropic SDKs retry 408, 409, 429 and 5xx unless `x-should-retry` says otherwise; the Vercel AI
+ * SDK, LangChain and the AWS SDK decide by status (and error code) alone. So a refusal, which will not change on
+ * retry, answers a status none of them retries (400, 401, 402, 403, 404, 413) and says false; an unreachable
+ * upstream may recover, so it leaves retrying to the SDK. Per SDK: docs/gateway.md, "Refusals are not retried".
  */
 const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   policy_denied: false,

@@ -40,7 +40,8 @@ const GATEWAY_DESCRIPTION =
   'on the Anthropic routes); Reins injects the provider credential. Optional headers with a personal access token: ' +
   'X-Reins-Session (the session id; default one per token and UTC day) and X-Reins-Agent (an agent identity id). ' +
   'Bodies and answers pass through byte for byte, streams unbuffered. Refusals (policy, model access, budget) answer ' +
-  "in the provider's own error shape with x-should-retry: false and a message naming the policy or rule. Past " +
+  "in the provider's own error shape with x-should-retry: false, a status no mainstream client retries (403; 402 for a " +
+  'budget, 400 on Bedrock) and a message naming the policy or rule. Past ' +
   'http.failedAuthLimit bad keys from one client address in the window: 429 in the same shape, with Retry-After.';
 
 const REFUSAL_KIND: Record<RefusalReason, GatewayErrorKind> = {

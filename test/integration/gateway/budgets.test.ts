@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { FAKE_USAGE } from '../../fakes/fake-providers.js';
-import { agentWithKey, describeEachStore, developerWithToken, waitFor } from '../../helpers/harness.js';
+import { agentWithKey, describeEachStore, developerWithToken, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { llmEvent, openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 // A model priced by config so that one fake chat call (11 input + 7 output tokens) costs exactly $0.0018.
@@ -72,7 +72,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     assert.ok(admitted >= 1 && refused.length >= 1, `admitted ${admitted}, refused ${refused.length}`);
     for (const r of refused) {
-      assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
+      assert.ok(r.reason instanceof OpenAI.APIError && r.reason.status === 402, String(r.reason));
       assert.match(r.reason.message, /racer daily.*used up.*budget top-up/);
       assert.equal(r.reason.headers?.get('x-should-retry'), 'false');
     }
@@ -99,7 +99,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
         (err: unknown) => err,
       );
       if (outcome !== 'admitted') {
-        assert.ok(outcome instanceof OpenAI.RateLimitError, String(outcome));
+        assert.ok(outcome instanceof OpenAI.APIError && outcome.status === 402, String(outcome));
         break;
       }
       sequential += 1;
@@ -127,7 +127,7 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
             await client.chat.completions.create({ model: DEAR, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
             admitted++;
           } catch (err) {
-            assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+            assert.ok(err instanceof OpenAI.APIError && err.status === 402, String(err));
             return;
           }
         }
@@ -154,17 +154,44 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     await openai(w.replica.url, bystander).chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
   });
 
-  test('a model without a price is refused while a budget binds it (spend that cannot be counted cannot be kept)', async () => {
+  test('a model no price names is admitted under a budget and costed with the fallback, marked estimated (never refused for a missing price)', async () => {
     const key = await agentWithKey(w.admin, 'spend/unpriced');
     const client = openai(w.replica.url, key);
-    const ask = () => client.chat.completions.create({ model: 'in-house-llm-7b', messages: [{ role: 'user', content: 'hi' }] });
-    const free = await ask();
-    assert.equal(free.choices.length, 1, 'no budget binds yet: allowed, audited as unpriced');
-    const unpriced = await llmEvent(w.admin, (e) => e.data.model === 'in-house-llm-7b', '&identity=spend%2Funpriced');
-    assert.equal(unpriced.data.unpriced, true);
-    assert.equal(unpriced.data.costUsd, null);
     await w.admin.post('/api/v1/budget-rules', { name: 'unpriced guard', scope: 'spend/unpriced', pattern: '*', limitUsd: 5, period: 'day' });
-    await assert.rejects(ask(), /no price for it.*prices/);
+    const r = await client.chat.completions.create({ model: 'in-house-llm-7b', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(r.choices.length, 1);
+    const event = await llmEvent(w.admin, (e) => e.data.model === 'in-house-llm-7b', '&identity=spend%2Funpriced');
+    // No prices.default in this world: the dearest known standard OpenAI model's price (o1: $15 in, $60 out).
+    const expected = (FAKE_USAGE.openaiChat.inputTokens * 15 + FAKE_USAGE.openaiChat.outputTokens * 60) / 1e6;
+    assert.equal(event.end.data.costEstimated, true);
+    assert.match(event.end.data.pricedAs, /^o1/);
+    assert.ok(Math.abs(event.end.data.costUsd - expected) < 1e-9, `${event.end.data.costUsd} vs ${expected}`);
+    assert.equal(event.end.data.budgetRules.length, 1, 'the budget counted it');
+    await waitFor(async () => {
+      const usage = (await w.admin.get('/api/v1/budget-rules')).body.items.find((rule: any) => rule.name === 'unpriced guard');
+      const counted = (await w.admin.get(`/api/v1/budget-rules/${usage.id}/usage`)).body.items;
+      return counted.length === 1 && Math.abs(counted[0].spentUsd - expected) < 1e-9 && counted[0].reservedUsd === 0;
+    }, WAIT_MS);
+    const spend = (await w.admin.get('/api/v1/spend?groupBy=identity&identity=spend%2Funpriced')).body.items[0];
+    assert.equal(spend.estimatedRequests, 1);
+    // A listed model's cost is not an estimate.
+    await client.chat.completions.create({ model: PRICED, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] });
+    const listed = await llmEvent(w.admin, (e) => e.data.model === PRICED, '&identity=spend%2Funpriced');
+    assert.equal(listed.end.data.costEstimated, false);
+  });
+
+  test('prices.default prices an unknown model when configured', async () => {
+    const priced = await startGatewayWorld(store(), { prices: { default: { inputPerMTok: 1000, outputPerMTok: 1000 } } });
+    try {
+      const key = await agentWithKey(priced.admin, 'spend/fallback');
+      await openai(priced.replica.url, key).chat.completions.create({ model: 'in-house-llm-7b', messages: [{ role: 'user', content: 'hi' }] });
+      const event = await llmEvent(priced.admin, (e) => e.data.model === 'in-house-llm-7b', '&identity=spend%2Ffallback');
+      assert.equal(event.end.data.pricedAs, 'prices.default');
+      assert.equal(event.end.data.costEstimated, true);
+      assert.ok(Math.abs(event.end.data.costUsd - ((FAKE_USAGE.openaiChat.inputTokens + FAKE_USAGE.openaiChat.outputTokens) * 1000) / 1e6) < 1e-9);
+    } finally {
+      await priced.close();
+    }
   });
 
   test('the most specific scope binds: a personal rule replaces the namespace rule for that person', async () => {

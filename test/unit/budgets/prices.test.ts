@@ -8,6 +8,7 @@ import {
   costOf,
   createPriceTable,
   estimateCost,
+  fallbackPrice,
   priceOf,
   type ModelPrice,
 } from '../../../src/budgets/prices.js';
@@ -63,6 +64,23 @@ describe('default prices', () => {
     ['openai', 'o1-pro-2025-03-19', [150, 600]],
     ['openai', 'text-embedding-3-small', [0.02, 0]],
     ['openai', 'text-embedding-3-large', [0.13, 0]],
+    // The 2026 GPT-5 line (Codex CLI's models among them).
+    ['openai', 'gpt-5.5', [5, 30]],
+    ['openai', 'gpt-5.5-2026-04-23', [5, 30]],
+    ['openai', 'gpt-5.5-pro', [30, 180]],
+    ['openai', 'gpt-5.4', [2.5, 15]],
+    ['openai', 'gpt-5.4-mini', [0.75, 4.5]],
+    ['openai', 'gpt-5.4-nano', [0.2, 1.25]],
+    ['openai', 'gpt-5.4-pro', [30, 180]],
+    ['openai', 'gpt-5.3-codex', [1.75, 14]],
+    ['openai', 'gpt-5.2-codex', [1.75, 14]],
+    // Anthropic's current families: Claude Code's aliases resolve to these ids.
+    ['anthropic', 'claude-sonnet-5', [2, 10]],
+    ['anthropic', 'claude-sonnet-5-5', [2, 10]],
+    ['anthropic', 'claude-opus-5', [5, 25]],
+    ['anthropic', 'claude-opus-4-8', [5, 25]],
+    ['anthropic', 'claude-fable-5-1', [10, 50]],
+    ['anthropic', 'claude-mythos-5', [10, 50]],
     // Anthropic.
     ['anthropic', 'claude-opus-4-5', [5, 25]],
     ['anthropic', 'claude-opus-4-5-20251101', [5, 25]],
@@ -98,6 +116,13 @@ describe('default prices', () => {
     ['bedrock', 'us.anthropic.claude-haiku-4-5-20251001-v1:0', [1.1, 5.5]],
     ['bedrock', 'global.anthropic.claude-opus-4-5-20251101-v1:0', [5, 25]],
     ['bedrock', 'us.anthropic.claude-opus-4-5-20251101-v1:0', [5.5, 27.5]],
+    // The ids Claude Code (Bedrock mode) and the AWS SDK send for the current families.
+    ['bedrock', 'us.anthropic.claude-opus-4-8-v1', [5.5, 27.5]],
+    ['bedrock', 'global.anthropic.claude-opus-4-8-v1', [5, 25]],
+    ['bedrock', 'us.anthropic.claude-sonnet-5-v1', [2.2, 11]],
+    ['bedrock', 'global.anthropic.claude-sonnet-5-v1', [2, 10]],
+    ['bedrock', 'eu.anthropic.claude-opus-5-v1', [5.5, 27.5]],
+    ['bedrock', 'global.anthropic.claude-fable-5-1-v1', [10, 50]],
     ['bedrock', 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0', [3, 15]],
     ['bedrock', 'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0', [0.25, 1.25]],
     // Amazon Nova, Meta Llama, Mistral.
@@ -158,7 +183,7 @@ describe('default prices', () => {
   const unpriced: Array<[ProviderName, string, string]> = [
     ['openai', 'gpt-4o-realtime-preview', 'a differently priced sibling is not taken for its family'],
     ['openai', 'ft:gpt-4o-mini-2024-07-18:acme::abc123', 'fine-tuned models cost more than their base'],
-    ['openai', 'gpt-6', 'a model not in the list'],
+    ['openai', 'gpt-6', 'a model not in the list (the gateway costs it with the fallback)'],
     ['openai', 'GPT-4o', 'model ids are case-sensitive'],
     ['anthropic', 'anthropic.claude-3-haiku-20240307-v1:0', 'a Bedrock id is priced only on Bedrock'],
     ['bedrock', 'claude-sonnet-4-5-20250929', 'an Anthropic API id is priced only on Anthropic'],
@@ -171,6 +196,26 @@ describe('default prices', () => {
       assert.equal(priceOf(defaults, provider, model), null);
     });
   }
+
+  test('an unknown model falls back to the dearest known standard model of its provider, never a premium one', () => {
+    assert.deepEqual(fallbackPrice(defaults, 'anthropic').price, priceOf(defaults, 'anthropic', 'claude-opus-4-1'));
+    assert.match(fallbackPrice(defaults, 'anthropic').pricedAs, /opus/);
+    // o1-pro ($150/$600) is a premium model: the fallback is o1's price.
+    assert.deepEqual(fallbackPrice(defaults, 'openai').price, priceOf(defaults, 'openai', 'o1'));
+    assert.equal(fallbackPrice(defaults, 'bedrock').price.outputPerMTok, 75);
+    for (const entry of DEFAULT_PRICES) {
+      if (entry.premium) continue;
+      assert.ok(entry.price.outputPerMTok <= fallbackPrice(defaults, entry.provider!).price.outputPerMTok, entry.pattern);
+    }
+  });
+
+  test('prices.default (and <provider>:default) price unknown models, provider-qualified first; they price no model called "default"', () => {
+    const table = createPriceTable({ default: { inputPerMTok: 3, outputPerMTok: 15 }, 'bedrock:default': { inputPerMTok: 1, outputPerMTok: 2 } });
+    assert.deepEqual(fallbackPrice(table, 'openai'), { price: { inputPerMTok: 3, outputPerMTok: 15 }, pricedAs: 'prices.default' });
+    assert.deepEqual(fallbackPrice(table, 'bedrock'), { price: { inputPerMTok: 1, outputPerMTok: 2 }, pricedAs: 'prices.bedrock:default' });
+    assert.equal(priceOf(table, 'openai', 'default'), null);
+    assert.throws(() => createPriceTable({ default: { inputPerMTok: -1, outputPerMTok: 1 } }), /price override "default"/);
+  });
 
   test('a call without a model has no price', () => {
     assert.equal(priceOf(defaults, 'openai', null), null);

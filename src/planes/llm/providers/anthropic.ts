@@ -9,7 +9,8 @@ const ROUTES: readonly RouteRule[] = [
 const TYPE: Record<GatewayErrorKind, string> = {
   policy_denied: 'permission_error',
   model_not_allowed: 'permission_error',
-  budget_exceeded: 'rate_limit_error',
+  // Anthropic's own type for its 402 (credit and billing problems).
+  budget_exceeded: 'billing_error',
   unauthenticated: 'authentication_error',
   unknown_route: 'not_found_error',
   provider_not_configured: 'api_error',
