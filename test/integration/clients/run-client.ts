@@ -28,7 +28,8 @@ export function clientEnv(home: string, extra: Record<string, string>): NodeJS.P
   for (const key of Object.keys(env)) {
     if (/^(ANTHROPIC|CLAUDE|OPENAI|CODEX)_|^(https?|all|no)_proxy$|^NODE_(OPTIONS|TEST_CONTEXT)$/i.test(key)) delete env[key];
   }
-  return { ...env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_PROXY: '127.0.0.1,localhost', ...extra };
+  // Temp files too (Claude Code keeps some under $TMPDIR/claude-<uid>), so the test leaves nothing behind.
+  return { ...env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), TMPDIR: home, NO_PROXY: '127.0.0.1,localhost', ...extra };
 }
 
 /** A fresh temp folder for a tool's home and working directory; removed by the returned function. */
