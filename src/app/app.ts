@@ -138,6 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       servers: deps.config.mcpServers,
       hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }),
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+      heldAnswerMs: deps.config.gateway.mcpHeldAnswerSeconds * 1000,
       failedAuth,
     },
     log,

@@ -30,7 +30,11 @@ export function holdStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>
       recordDecision(ctx, env, entry.id);
       ctx.onParked?.(entry);
     })
-    .then((outcome) => afterHold(ctx, env, p, outcome));
+    .then((outcome) => {
+      // A retry that claimed a release its first attempt left (registry.claimRelease) was never parked.
+      if (outcome.outcome === 'released' && outcome.claimed) recordDecision(ctx, env, outcome.entryId);
+      return afterHold(ctx, env, p, outcome);
+    });
 }
 
 async function afterHold<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>, env: StepEnv<D>, p: DecidingPolicy, held: HoldOutcome): Promise<CallRefusal | undefined> {

@@ -30,9 +30,9 @@ import {
   toolRefusal,
   type Inbound,
 } from './json-rpc.js';
-import { HELD_KEEP_ALIVE_MS, HeldStream } from './held-stream.js';
+import { HELD_ANSWER_MS, HELD_KEEP_ALIVE_MS, HeldStream, heldAnswerText } from './held-stream.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
-import type { McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
+import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
 import { readBody } from '../../shared/read-body.js';
 import { Exchange, heldStreamErrors } from './exchange.js';
 import { answerLocally, send, sendError } from './local-answers.js';
@@ -184,6 +184,7 @@ export class McpGateway<C> {
     this.noteCancellations(messages, req.headers);
     const toolCalls = messages.filter((m): m is Request => m.kind === 'request' && m.method === 'tools/call');
     exchange.toolCalls = toolCalls.length;
+    exchange.soleMessage = !batch;
     exchange.endHeldStream = () => {
       exchange.held?.stop();
       if (res.headersSent && !res.writableEnded) res.end();
@@ -204,10 +205,12 @@ export class McpGateway<C> {
       for (const s of settled) {
         if (s.status !== 'fulfilled') continue;
         const { call, decision } = s.value;
-        if (decision.outcome === 'allow' && exchange.cancelled.has(idKey(call.requestId))) {
-          // The client gave up on this held call before a person released it: it is not run.
-          denied.add(idKey(call.requestId));
-          exchange.complete(call, { status: 499, end: 'client_aborted' });
+        const key = idKey(call.requestId);
+        if (exchange.cancelled.has(key)) {
+          // The client gave up on this held call, or was answered "held, call again after approval", before a
+          // person decided: it is not run, and the decision is not written to an answer that is already over.
+          denied.add(key);
+          exchange.complete(call, exchange.answered.has(key) ? { status: 200, end: 'refused', isError: true } : { status: 499, end: 'client_aborted' });
           continue;
         }
         if (decision.outcome === 'allow') {
@@ -255,18 +258,55 @@ export class McpGateway<C> {
       sessionId: header(headers, 'mcp-session-id') ?? null,
     };
     const waitingKey = `${call.sessionId ?? ''}\n${idKey(m.id)}`;
+    let answerTimer: NodeJS.Timeout | undefined;
     const onHeld = (hold: McpHold): void => {
       exchange.held ??= HeldStream.open(res, accepts(header(headers, 'accept'), 'text/event-stream'), this.deps.heldKeepAliveMs ?? HELD_KEEP_ALIVE_MS);
       const token = (m.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-      exchange.held?.add(m.id, typeof token === 'string' || typeof token === 'number' ? token : undefined, hold);
+      const progressToken = typeof token === 'string' || typeof token === 'number' ? token : undefined;
+      exchange.held?.add(m.id, progressToken, hold);
+      exchange.holds.set(idKey(m.id), hold);
       this.waiting.set(waitingKey, exchange);
+      // Nothing resets the request timer of a client that asked for no progress (the MCP TypeScript SDK's is 60 s,
+      // then the call is lost with "Request timed out"): before it runs out, the call is answered with a result the
+      // model can act on, and its retry after the approval runs (held-answer.ts).
+      if (progressToken === undefined) {
+        answerTimer = setTimeout(() => this.answerHeld(exchange, res, m.id, hold, waitingKey), this.deps.heldAnswerMs ?? HELD_ANSWER_MS);
+        answerTimer.unref();
+      }
     };
     try {
       return { call, decision: await this.deps.hooks.decide(call, { onHeld }) };
     } finally {
+      clearTimeout(answerTimer);
       exchange.held?.settled(m.id);
       if (this.waiting.get(waitingKey) === exchange) this.waiting.delete(waitingKey);
     }
+  }
+
+  /**
+   * A held call of a client that asked for no progress, still undecided as that client's own timeout nears: it is
+   * answered now with an `isError` result naming the entry and saying to call again after approval, and it leaves
+   * the entry (it will not run, whatever the decision). The retried identical call attaches to the entry while it
+   * is pending, or claims its release once (held-calls registry), and runs.
+   */
+  private answerHeld(exchange: Exchange<C>, res: ServerResponse, id: JsonRpcId, hold: McpHold, waitingKey: string): void {
+    const key = idKey(id);
+    if (exchange.cancelled.has(key)) return;
+    if (this.waiting.get(waitingKey) === exchange) this.waiting.delete(waitingKey);
+    exchange.cancelled.add(key);
+    exchange.answered.add(key);
+    exchange.held?.settled(id);
+    hold.leave?.();
+    const answer = toolRefusal(id, heldAnswerText(hold));
+    if (res.headersSent) {
+      if (!res.writableEnded && !res.destroyed) res.write(sseEvent(answer));
+    } else if (exchange.soleMessage) {
+      // A client that takes only JSON: the POST carried this call alone, so the call's answer is the POST's.
+      send(res, 200, answer);
+    } else {
+      return;
+    }
+    if (exchange.cancelled.size === exchange.toolCalls) exchange.endHeldStream();
   }
 
   /**
@@ -286,6 +326,7 @@ export class McpGateway<C> {
       this.waiting.delete(key);
       exchange.cancelled.add(idKey(requestId));
       exchange.held?.settled(requestId);
+      exchange.holds.get(idKey(requestId))?.leave?.();
       // Every call of that request was cancelled: its stream has nothing more to carry.
       if (exchange.cancelled.size === exchange.toolCalls) exchange.endHeldStream();
     }
