@@ -140,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
       heldAnswerMs: deps.config.gateway.mcpHeldAnswerSeconds * 1000,
       failedAuth,
+      allowedOrigins: deps.config.gateway.mcpAllowedOrigins,
     },
     log,
   );
@@ -149,6 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     version: REINS_VERSION,
     log,
     failedAuth,
+    allowedOrigins: deps.config.gateway.mcpAllowedOrigins,
   });
 
   app = Fastify({

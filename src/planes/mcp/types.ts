@@ -123,6 +123,8 @@ export interface McpGatewayDeps<C> {
   heldAnswerMs?: number;
   /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
   failedAuth?: FailedAuthGate;
+  /** Browser origins allowed besides loopback ones (`gateway.mcpAllowedOrigins`; '*' any): shared/mcp-origin.ts. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface McpGatewayLog {
