@@ -314,7 +314,8 @@ export class McpGateway<C> {
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
     if (toolCalls.length > 0 && (res.destroyed || req.socket.destroyed)) {
-      for (const s of settledCalls) if (s.decision.outcome === 'allow') exchange.complete(s.call, { status: 499, end: 'client_aborted' });
+      // (Calls cancelled or answered "held" were reported above.)
+      for (const s of settledCalls) if (s.decision.outcome === 'allow' && !exchange.cancelled.has(idKey(s.call.requestId))) exchange.complete(s.call, { status: 499, end: 'client_aborted' });
       return;
     }
     const forwarded = denied.size === 0 ? messages : messages.filter((m) => !(m.kind === 'request' && denied.has(idKey(m.id))));
