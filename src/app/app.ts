@@ -151,7 +151,9 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       servers: deps.config.mcpServers,
       hooks: new McpGovernance(plane, { hideDeniedTools: deps.config.gateway.hideDeniedTools }),
       heldKeepAliveMs: deps.config.gateway.heldKeepAliveSeconds * 1000,
+      heldAnswerMs: deps.config.gateway.mcpHeldAnswerSeconds * 1000,
       failedAuth,
+      allowedOrigins: deps.config.gateway.mcpAllowedOrigins,
     },
     log,
   );
@@ -161,6 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     version: REINS_VERSION,
     log,
     failedAuth,
+    allowedOrigins: deps.config.gateway.mcpAllowedOrigins,
   });
 
   app = Fastify({

@@ -13,8 +13,12 @@ import { fileURLToPath } from 'node:url';
 /** dist/console at the package root, from src/app (tsx) and dist/app (built) alike. */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.meta.url));
 
-/** Path prefixes that belong to the server, never to the console. */
-const RESERVED = ['/api', '/llm', '/mcp', '/healthz', '/readyz', '/metrics'];
+/**
+ * Path prefixes that belong to the server, never to the console. `/.well-known` too: an MCP or OAuth client probing
+ * `/.well-known/oauth-protected-resource` must get the JSON 404 (Reins serves no OAuth metadata), not the console's
+ * page with 200, which sends it into an OAuth flow.
+ */
+const RESERVED = ['/api', '/llm', '/mcp', '/healthz', '/readyz', '/metrics', '/.well-known'];
 
 /**
  * Scripts and styles from this origin only (the build emits no inline script), no framing, no plugins.

@@ -117,6 +117,11 @@ const FileConfig = Type.Object(
           hideDeniedTools: Type.Optional(Type.Boolean()),
           // How often a held call's open answer carries a ping or an MCP progress notification.
           heldKeepAliveSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 60 })),
+          // Browser origins allowed on /mcp/* besides the loopback ones (MCP's DNS-rebinding rule); "*" allows any.
+          mcpAllowedOrigins: Type.Optional(Type.Array(Type.Union([Type.Literal('*'), Origin]), { maxItems: 1000 })),
+          // How long a held MCP tool call of a client that asked for no progress waits before it is answered
+          // "held, call again after approval" (the MCP TypeScript SDK gives up after 60 s).
+          mcpHeldAnswerSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 3600 })),
         },
         { additionalProperties: false },
       ),
@@ -227,7 +232,15 @@ export interface Config {
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
-  gateway: { auditQueue: number; rulesRefreshSeconds: number; hideDeniedTools: boolean; heldKeepAliveSeconds: number };
+  gateway: {
+    auditQueue: number;
+    rulesRefreshSeconds: number;
+    hideDeniedTools: boolean;
+    heldKeepAliveSeconds: number;
+    /** Origins (scheme://host[:port], no trailing slash) allowed on /mcp/* besides loopback ones; '*' allows any. */
+    mcpAllowedOrigins: string[];
+    mcpHeldAnswerSeconds: number;
+  };
   approvals: {
     expirySweepSeconds: number;
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
@@ -414,6 +427,8 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
       hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
       heldKeepAliveSeconds: f.gateway?.heldKeepAliveSeconds ?? 10,
+      mcpAllowedOrigins: (f.gateway?.mcpAllowedOrigins ?? []).map((o) => (o === '*' ? o : new URL(o).origin)),
+      mcpHeldAnswerSeconds: f.gateway?.mcpHeldAnswerSeconds ?? 45,
     },
     approvals: {
       expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15,

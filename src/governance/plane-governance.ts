@@ -194,7 +194,7 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
     if (onHeld) {
       ctx.onParked = (entry) => {
         const p = ctx.decision!.decidingPolicy!;
-        onHeld.call(events, { entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt });
+        onHeld.call(events, { entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt, leave: () => void entry.leave() });
       };
     }
     this.contexts.set(call, ctx);

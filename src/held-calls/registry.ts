@@ -41,7 +41,8 @@ export interface HoldRequest {
 }
 
 export type HoldOutcome =
-  | { outcome: 'released'; entryId: string }
+  /** `claimed`: an MCP call that found its entry already released, with none of its calls left waiting (see `hold`). */
+  | { outcome: 'released'; entryId: string; claimed?: boolean }
   | { outcome: 'stopped'; entryId: string; note: string; decidedBy: string }
   | { outcome: 'timed_out'; entryId: string; allow: boolean };
 
@@ -49,6 +50,11 @@ export type HoldOutcome =
 export interface ParkedEntry {
   id: string;
   expiresAt: Date;
+  /**
+   * The call stops waiting on the entry without being run: its client was answered "held, call again after
+   * approval", or cancelled it. A release that then finds no call waiting is kept for the identical call's retry.
+   */
+  leave(): Promise<void>;
 }
 
 interface Row {
@@ -183,6 +189,10 @@ export class HeldCallRegistry {
   async hold(req: HoldRequest, onParked?: (entry: ParkedEntry) => void): Promise<HoldOutcome> {
     const review = this.settings.value;
     const window = req.approvalWindowSeconds ?? (req.kind === 'llm' ? review.llmApprovalWindowSeconds : review.mcpApprovalWindowSeconds);
+    if (req.kind === 'mcp') {
+      const claimed = await this.claimRelease(req, window);
+      if (claimed) return { outcome: 'released', entryId: claimed, claimed: true };
+    }
     const r = await this.db.query<Row>(
       `INSERT INTO held_calls (id, kind, state, requester, agent_id, session_id, tool, model, policy_name, policy_message, prompt_excerpt, dedupe_key, replica_id, expires_at)
        VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13))
@@ -216,10 +226,40 @@ export class HeldCallRegistry {
       set.add(resolve);
     });
     this.armTimer(row.id, row.expires_at);
-    onParked?.({ id: row.id, expiresAt: row.expires_at });
+    onParked?.({ id: row.id, expiresAt: row.expires_at, leave: () => this.leave(row.id) });
     // Decided between the upsert and the waiter? Read once more so the caller is not left waiting for a lost wake-up.
     void this.recheck(row.id);
     return outcome;
+  }
+
+  /**
+   * An MCP client gives up on a held call long before a person decides (the MCP TypeScript SDK after 60 s), and
+   * Reins answers it "held, call again after approval" before then (planes/mcp). Its calls leave the entry
+   * (`leave`); a release that finds none of them waiting is kept for the identical call's retry: the first
+   * identical call (same key, requester, agent and session) within the window after the release claims it, once
+   * (attached_calls 0 -> 1, under the row lock: one claimer across replicas), and runs without a new hold.
+   */
+  private async claimRelease(req: HoldRequest, windowSeconds: number): Promise<string | null> {
+    const r = await this.db.query<{ id: string }>(
+      `UPDATE held_calls SET attached_calls = 1
+        WHERE id = (SELECT id FROM held_calls
+                     WHERE state = 'released' AND created_at > now() - make_interval(secs => $5 * 2)
+                       AND dedupe_key = $1 AND attached_calls = 0
+                       AND requester IS NOT DISTINCT FROM $2 AND agent_id = $3 AND session_id IS NOT DISTINCT FROM $4
+                       AND decided_at > now() - make_interval(secs => $5)
+                     ORDER BY decided_at DESC LIMIT 1)
+          AND state = 'released' AND attached_calls = 0
+        RETURNING id`,
+      [req.dedupeKey, req.requester, req.agentId, req.sessionId, windowSeconds],
+    );
+    return r.rows[0]?.id ?? null;
+  }
+
+  /** A call stopped waiting on the entry without being run (see `claimRelease`). */
+  private async leave(id: string): Promise<void> {
+    await this.db
+      .query('UPDATE held_calls SET attached_calls = attached_calls - 1 WHERE id = $1 AND attached_calls > 0', [id])
+      .catch((err: Error) => this.options.onError?.(err));
   }
 
   private armTimer(id: string, expiresAt: Date): void {

@@ -35,6 +35,8 @@ export function holdStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>
     .then(
       (outcome) => {
         telemetry?.holdEnded(ctx, since, outcome.outcome);
+        // A retry that claimed a release its first attempt left (registry.claimRelease) was never parked.
+        if (outcome.outcome === 'released' && outcome.claimed) recordDecision(ctx, env, outcome.entryId);
         return afterHold(ctx, env, p, outcome);
       },
       (err: unknown) => {

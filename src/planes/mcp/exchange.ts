@@ -3,7 +3,7 @@ import { toolsOf, type AnnotationCache } from './annotations.js';
 import type { Upstream } from './forward.js';
 import type { HeldStream } from './held-stream.js';
 import { errorMessage, idKey, readOutbound, SERVER_ERROR } from './json-rpc.js';
-import type { McpCallResult, McpToolCall } from './types.js';
+import type { McpCallResult, McpHold, McpToolCall } from './types.js';
 
 /** What an exchange needs of the gateway that owns it (McpGateway). */
 export interface ExchangeOwner<C> {
@@ -35,8 +35,14 @@ export class Exchange<C> {
   status = 0;
   /** The SSE answer begun because a call of this request was held for a person; null otherwise. */
   held: HeldStream | null = null;
-  /** Held calls the client cancelled (`notifications/cancelled`) while they waited: never run. */
+  /** Held calls the client cancelled (`notifications/cancelled`) while they waited, or that were answered
+   * "held, call again after approval" (`answered`): never run. */
   readonly cancelled = new Set<string>();
+  readonly answered = new Set<string>();
+  /** The holds of this request's parked calls, by request id. */
+  readonly holds = new Map<string, McpHold>();
+  /** Whether the POST carried one message (not a batch): a JSON answer to it can be the held call's. */
+  soleMessage = false;
   /** How many `tools/call` requests the POST carried. */
   toolCalls = 0;
   /** Added to the forwarded POST: the trace context of its (first) allowed tool call, when Reins exports spans. */

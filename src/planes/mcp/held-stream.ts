@@ -16,6 +16,12 @@ import type { JsonRpcId, McpHold } from './types.js';
 
 /** Often enough that a client with the SDK's 60 s default and `resetTimeoutOnProgress` never times out. */
 export const HELD_KEEP_ALIVE_MS = 10_000;
+/**
+ * When a held call of a client that asked for no progress is answered "held, call again after approval": before
+ * the MCP TypeScript SDK's default request timeout (60 s) and Codex's default tool timeout (60 s), with room for
+ * a loaded machine (`gateway.mcpHeldAnswerSeconds`).
+ */
+export const HELD_ANSWER_MS = 45_000;
 
 interface Waiting {
   progressToken: string | number | undefined;
@@ -83,5 +89,15 @@ export function heldMessage(hold: McpHold): string {
   return (
     `Waiting for a reviewer: Reins policy "${hold.policyName}" holds this tool call for approval (entry ${hold.entryId}, ` +
     `until ${hold.expiresAt.toISOString()}). ${hold.policyMessage}`
+  );
+}
+
+/** The tool result of a held call answered before its client's timeout: what happened, and what the model should do. */
+export function heldAnswerText(hold: McpHold): string {
+  return (
+    `Held for approval, not run: Reins policy "${hold.policyName}" holds this tool call until an admin approves or denies it ` +
+    `(held call ${hold.entryId}, open until ${hold.expiresAt.toISOString()}). ${hold.policyMessage} ` +
+    'Call this tool again with the same arguments after an admin approves it (Reins console: Security > Approvals): ' +
+    'the repeated call runs once approved. A repeated call before then waits for the same decision.'
   );
 }

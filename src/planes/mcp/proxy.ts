@@ -30,9 +30,10 @@ import {
   toolRefusal,
   type Inbound,
 } from './json-rpc.js';
-import { HELD_KEEP_ALIVE_MS, HeldStream } from './held-stream.js';
+import { HELD_ANSWER_MS, HELD_KEEP_ALIVE_MS, HeldStream, heldAnswerText } from './held-stream.js';
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
-import type { McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
+import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
+import { refusedOrigin } from '../../shared/mcp-origin.js';
 import { readBody } from '../../shared/read-body.js';
 import { Exchange, heldStreamErrors } from './exchange.js';
 import { answerLocally, send, sendError } from './local-answers.js';
@@ -52,6 +53,17 @@ const MAX_LIST_PAGES = 20;
 const OBSERVED_JSON_LIMIT = 8 * 1024 * 1024;
 
 const METHODS = new Set(['GET', 'POST', 'DELETE']);
+/** How long a POST waits for its session's earlier GET stream to be open upstream (streamOrder); the upstream is slow then. */
+export const STREAM_FIRST_WAIT_MS = 5_000;
+/** How long after a session's `notifications/initialized` its first POST waits for the GET stream the client may open. */
+export const STREAM_GRACE_MS = 500;
+
+async function afterStreams(streams: Promise<void>[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, STREAM_FIRST_WAIT_MS)));
+  await Promise.race([Promise.all(streams), late]);
+  clearTimeout(timer);
+}
 
 type Request = Extract<Inbound, { kind: 'request' }>;
 
@@ -63,6 +75,25 @@ export class McpGateway<C> {
   private readonly refreshing = new Map<string, Promise<ListedTool[] | null>>();
   /** Held calls waiting for a person, by session and request id, so that a cancellation can find them. */
   private readonly waiting = new Map<string, Exchange<C>>();
+  /** GET streams on their way to the upstream (no answer headers yet), by server and session: see streamOrder. */
+  private readonly openingStreams = new Map<string, Set<Promise<void>>>();
+  /** Sessions just initialized whose GET stream has not arrived yet: see streamOrder. */
+  private readonly expectedStreams = new Map<string, { arrived: Promise<void>; resolve: () => void; timer: NodeJS.Timeout }>();
+
+  /** A session's `notifications/initialized` passed: its client may open the GET stream now (streamOrder). */
+  private expectStream(server: string, session: string | undefined): void {
+    if (session === undefined) return;
+    const key = `${server}\n${session}`;
+    if (this.expectedStreams.has(key) || this.openingStreams.has(key)) return;
+    let resolve!: () => void;
+    const arrived = new Promise<void>((r) => (resolve = r));
+    const timer = setTimeout(() => {
+      if (this.expectedStreams.get(key)?.arrived === arrived) this.expectedStreams.delete(key);
+      resolve();
+    }, STREAM_GRACE_MS);
+    timer.unref();
+    this.expectedStreams.set(key, { arrived, resolve, timer });
+  }
 
   constructor(
     private readonly deps: McpGatewayDeps<C>,
@@ -81,11 +112,60 @@ export class McpGateway<C> {
 
   /** Serves a request for which `isMcpRequest` is true. Never throws; every failure answers as JSON-RPC. */
   handle(req: IncomingMessage, res: ServerResponse): void {
-    this.serve(req, res).catch((err: unknown) => {
-      this.log.error({ err }, 'mcp gateway error');
-      req.resume();
-      sendError(res, 500, null, INTERNAL_ERROR, 'Internal error: the Reins MCP gateway failed on this request; it has been logged');
-    });
+    // Noted on arrival, before anything is awaited: the order in which a session's GET stream and POSTs reached Reins.
+    const streams = this.streamOrder(req);
+    this.serve(req, res, streams?.before ?? [])
+      .catch((err: unknown) => {
+        this.log.error({ err }, 'mcp gateway error');
+        req.resume();
+        sendError(res, 500, null, INTERNAL_ERROR, 'Internal error: the Reins MCP gateway failed on this request; it has been logged');
+      })
+      .finally(() => streams?.opened());
+  }
+
+  /**
+   * A server sends its own requests (sampling, elicitation, roots) and notifications that belong to no call on the
+   * session's standalone GET stream, and drops them when that stream is not open yet. A client opens it right after
+   * initializing and may send its next POST at once; the proxy takes longer for a GET (authentication, a connection
+   * to the upstream) than the client's own connections, so the POST could overtake it and the server's request was
+   * lost (the client then timed out). So a POST waits, before it is forwarded, until every GET of its session that
+   * reached Reins before it has its answer's headers from the upstream (so the upstream has registered the stream),
+   * at most STREAM_FIRST_WAIT_MS. And since the client's own connections can deliver its first POST after
+   * `notifications/initialized` ahead of its GET, a POST of a session initialized less than STREAM_GRACE_MS ago
+   * whose GET has not arrived waits for it for the rest of that time (a client that never opens the GET stream,
+   * which MCP allows, pays that once per session).
+   */
+  private streamOrder(req: IncomingMessage): { before: Promise<void>[]; opened: () => void } | null {
+    const session = header(req.headers, 'mcp-session-id');
+    const route = session === undefined ? null : routeOf(req.url ?? '/');
+    if (!route || session === undefined) return null;
+    const key = `${route.name}\n${session}`;
+    if (req.method === 'POST') {
+      const pending = this.openingStreams.get(key);
+      if (pending) return { before: [...pending.values()], opened: () => {} };
+      const expected = this.expectedStreams.get(key);
+      return expected ? { before: [expected.arrived], opened: () => {} } : null;
+    }
+    if (req.method !== 'GET') return null;
+    let opened!: () => void;
+    const done = new Promise<void>((resolve) => (opened = resolve));
+    let set = this.openingStreams.get(key);
+    if (!set) this.openingStreams.set(key, (set = new Set()));
+    set.add(done);
+    const expected = this.expectedStreams.get(key);
+    if (expected) {
+      this.expectedStreams.delete(key);
+      clearTimeout(expected.timer);
+      void done.then(expected.resolve);
+    }
+    return {
+      before: [],
+      opened: () => {
+        opened();
+        set.delete(done);
+        if (set.size === 0 && this.openingStreams.get(key) === set) this.openingStreams.delete(key);
+      },
+    };
   }
 
   /** @internal */ get hidesTools(): boolean {
@@ -114,11 +194,17 @@ export class McpGateway<C> {
     }
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async serve(req: IncomingMessage, res: ServerResponse, streamsBefore: Promise<void>[]): Promise<void> {
     const started = performance.now();
     const url = req.url ?? '/';
     const method = req.method ?? 'GET';
 
+    // A browser page's request from an origin not allowed (MCP's DNS-rebinding rule) is refused before anything else.
+    const badOrigin = refusedOrigin(req.headers, this.deps.allowedOrigins ?? []);
+    if (badOrigin) {
+      req.resume();
+      return sendError(res, 403, null, SERVER_ERROR, badOrigin);
+    }
     // Authentication comes first, so that nothing (not even which servers exist) is told to a stranger.
     const secret = bearerToken(header(req.headers, 'authorization'));
     if (!secret) {
@@ -161,10 +247,10 @@ export class McpGateway<C> {
       return sendError(res, 413, null, INVALID_REQUEST, `Request too large: the MCP gateway accepts ${MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
     }
     if (raw === 'aborted') return;
-    return this.post(req, res, exchange, raw);
+    return this.post(req, res, exchange, raw, streamsBefore);
   }
 
-  private async post(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, raw: Buffer): Promise<void> {
+  private async post(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, raw: Buffer, streamsBefore: Promise<void>[]): Promise<void> {
     const parsed = parseBody(raw);
     if ('error' in parsed) return sendError(res, 400, null, parsed.error.code, parsed.error.message);
     const { batch, messages } = parsed;
@@ -182,8 +268,12 @@ export class McpGateway<C> {
     }
 
     this.noteCancellations(messages, req.headers);
+    if (messages.some((m) => m.kind === 'notification' && m.method === 'notifications/initialized')) {
+      this.expectStream(exchange.upstream.name, header(req.headers, 'mcp-session-id'));
+    }
     const toolCalls = messages.filter((m): m is Request => m.kind === 'request' && m.method === 'tools/call');
     exchange.toolCalls = toolCalls.length;
+    exchange.soleMessage = !batch;
     exchange.endHeldStream = () => {
       exchange.held?.stop();
       if (res.headersSent && !res.writableEnded) res.end();
@@ -204,10 +294,12 @@ export class McpGateway<C> {
       for (const s of settled) {
         if (s.status !== 'fulfilled') continue;
         const { call, decision } = s.value;
-        if (decision.outcome === 'allow' && exchange.cancelled.has(idKey(call.requestId))) {
-          // The client gave up on this held call before a person released it: it is not run.
-          denied.add(idKey(call.requestId));
-          exchange.complete(call, { status: 499, end: 'client_aborted' });
+        const key = idKey(call.requestId);
+        if (exchange.cancelled.has(key)) {
+          // The client gave up on this held call, or was answered "held, call again after approval", before a
+          // person decided: it is not run, and the decision is not written to an answer that is already over.
+          denied.add(key);
+          exchange.complete(call, exchange.answered.has(key) ? { status: 200, end: 'refused', isError: true } : { status: 499, end: 'client_aborted' });
           continue;
         }
         if (decision.outcome === 'allow') {
@@ -224,7 +316,8 @@ export class McpGateway<C> {
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
     if (toolCalls.length > 0 && (res.destroyed || req.socket.destroyed)) {
-      for (const s of settledCalls) if (s.decision.outcome === 'allow') exchange.complete(s.call, { status: 499, end: 'client_aborted' });
+      // (Calls cancelled or answered "held" were reported above.)
+      for (const s of settledCalls) if (s.decision.outcome === 'allow' && !exchange.cancelled.has(idKey(s.call.requestId))) exchange.complete(s.call, { status: 499, end: 'client_aborted' });
       return;
     }
     const forwarded = denied.size === 0 ? messages : messages.filter((m) => !(m.kind === 'request' && denied.has(idKey(m.id))));
@@ -235,6 +328,7 @@ export class McpGateway<C> {
     for (const m of forwarded) if (m.kind === 'request' && m.method === 'tools/list') exchange.listIds.add(idKey(m.id));
     // The body goes up as the client wrote it, unless refused calls were taken out of a batch.
     const body = denied.size === 0 ? raw : Buffer.from(JSON.stringify(forwarded.map((m) => ('raw' in m ? m.raw : null))));
+    if (streamsBefore.length > 0) await afterStreams(streamsBefore);
     return this.forward(req, res, exchange, body);
   }
 
@@ -257,18 +351,55 @@ export class McpGateway<C> {
       sessionId: header(headers, 'mcp-session-id') ?? null,
     };
     const waitingKey = `${call.sessionId ?? ''}\n${idKey(m.id)}`;
+    let answerTimer: NodeJS.Timeout | undefined;
     const onHeld = (hold: McpHold): void => {
       exchange.held ??= HeldStream.open(res, accepts(header(headers, 'accept'), 'text/event-stream'), this.deps.heldKeepAliveMs ?? HELD_KEEP_ALIVE_MS);
       const token = (m.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-      exchange.held?.add(m.id, typeof token === 'string' || typeof token === 'number' ? token : undefined, hold);
+      const progressToken = typeof token === 'string' || typeof token === 'number' ? token : undefined;
+      exchange.held?.add(m.id, progressToken, hold);
+      exchange.holds.set(idKey(m.id), hold);
       this.waiting.set(waitingKey, exchange);
+      // Nothing resets the request timer of a client that asked for no progress (the MCP TypeScript SDK's is 60 s,
+      // then the call is lost with "Request timed out"): before it runs out, the call is answered with a result the
+      // model can act on, and its retry after the approval runs (held-answer.ts).
+      if (progressToken === undefined) {
+        answerTimer = setTimeout(() => this.answerHeld(exchange, res, m.id, hold, waitingKey), this.deps.heldAnswerMs ?? HELD_ANSWER_MS);
+        answerTimer.unref();
+      }
     };
     try {
       return { call, decision: await this.deps.hooks.decide(call, { onHeld }) };
     } finally {
+      clearTimeout(answerTimer);
       exchange.held?.settled(m.id);
       if (this.waiting.get(waitingKey) === exchange) this.waiting.delete(waitingKey);
     }
+  }
+
+  /**
+   * A held call of a client that asked for no progress, still undecided as that client's own timeout nears: it is
+   * answered now with an `isError` result naming the entry and saying to call again after approval, and it leaves
+   * the entry (it will not run, whatever the decision). The retried identical call attaches to the entry while it
+   * is pending, or claims its release once (held-calls registry), and runs.
+   */
+  private answerHeld(exchange: Exchange<C>, res: ServerResponse, id: JsonRpcId, hold: McpHold, waitingKey: string): void {
+    const key = idKey(id);
+    if (exchange.cancelled.has(key)) return;
+    if (this.waiting.get(waitingKey) === exchange) this.waiting.delete(waitingKey);
+    exchange.cancelled.add(key);
+    exchange.answered.add(key);
+    exchange.held?.settled(id);
+    hold.leave?.();
+    const answer = toolRefusal(id, heldAnswerText(hold));
+    if (res.headersSent) {
+      if (!res.writableEnded && !res.destroyed) res.write(sseEvent(answer));
+    } else if (exchange.soleMessage) {
+      // A client that takes only JSON: the POST carried this call alone, so the call's answer is the POST's.
+      send(res, 200, answer);
+    } else {
+      return;
+    }
+    if (exchange.cancelled.size === exchange.toolCalls) exchange.endHeldStream();
   }
 
   /**
@@ -288,6 +419,7 @@ export class McpGateway<C> {
       this.waiting.delete(key);
       exchange.cancelled.add(idKey(requestId));
       exchange.held?.settled(requestId);
+      exchange.holds.get(idKey(requestId))?.leave?.();
       // Every call of that request was cancelled: its stream has nothing more to carry.
       if (exchange.cancelled.size === exchange.toolCalls) exchange.endHeldStream();
     }

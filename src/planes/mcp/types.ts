@@ -88,6 +88,11 @@ export interface McpHold {
   policyName: string;
   policyMessage: string;
   expiresAt: Date;
+  /**
+   * The call stops waiting without being run (answered "held, call again after approval", or cancelled by its
+   * client): a release that then finds no call waiting lets the identical call's retry through, once.
+   */
+  leave?(): void;
 }
 
 /** What `decide` tells the proxy while it decides. */
@@ -115,8 +120,12 @@ export interface McpGatewayDeps<C> {
   hooks: McpHooks<C>;
   /** How often a held call's stream carries a progress notification or a keep-alive comment (default 10 s). */
   heldKeepAliveMs?: number;
+  /** When a held call without a progress token is answered "held, call again after approval" (default 45 s). */
+  heldAnswerMs?: number;
   /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
   failedAuth?: FailedAuthGate;
+  /** Browser origins allowed besides loopback ones (`gateway.mcpAllowedOrigins`; '*' any): shared/mcp-origin.ts. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface McpGatewayLog {

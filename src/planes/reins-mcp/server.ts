@@ -13,6 +13,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 import { bearerSecret } from '../../shared/bearer.js';
 import type { FailedAuthGate } from '../../shared/failed-auth.js';
+import { refusedOrigin } from '../../shared/mcp-origin.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBody } from '../../shared/read-body.js';
 
@@ -47,6 +48,8 @@ export interface ReinsMcpDeps {
   log: { error(obj: object, msg: string): void };
   /** Failed Reins keys counted per client address; past the limit, 429 with a JSON-RPC error. */
   failedAuth?: FailedAuthGate;
+  /** Browser origins allowed besides loopback ones (`gateway.mcpAllowedOrigins`; '*' any): shared/mcp-origin.ts. */
+  allowedOrigins?: readonly string[];
 }
 
 /** The MCP SDK transport's own limit for one POST (tool arguments here are a few sentences). */
@@ -82,6 +85,11 @@ export class ReinsMcpServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, parsedBody: unknown): Promise<void> {
+    const badOrigin = refusedOrigin(req.headers, this.deps.allowedOrigins ?? []);
+    if (badOrigin) {
+      req.resume();
+      return jsonRpcError(res, 403, -32000, badOrigin);
+    }
     const secret = bearerSecret(req.headers.authorization);
     const wait = secret ? (this.deps.failedAuth?.retryAfter(req) ?? null) : null;
     if (wait !== null) {

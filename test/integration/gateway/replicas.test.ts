@@ -46,7 +46,7 @@ describe('gateway on two replicas of one PostgreSQL', { skip: !storeKinds().incl
     [a, b] = await Promise.all([startTestReplica(store, { providers }), startTestReplica(store, { providers })]);
     quiet = await startTestReplica(
       store,
-      { providers, identity: { tierRefreshSeconds: 1 }, gateway: { auditQueue: 1000, rulesRefreshSeconds: 1, hideDeniedTools: false, heldKeepAliveSeconds: 10 } },
+      { providers, identity: { tierRefreshSeconds: 1 }, gateway: { auditQueue: 1000, rulesRefreshSeconds: 1, hideDeniedTools: false, heldKeepAliveSeconds: 10, mcpAllowedOrigins: [], mcpHeldAnswerSeconds: 45 } },
       { listen: false },
     );
     adminA = new Client(a.url, ADMIN_TOKEN);

@@ -3,7 +3,8 @@
  * a real MCP SDK server: parked, attached, released, self-release refused, stopped with the note, timed out with
  * each outcome. And keeping the client waiting: a held call answers on an SSE stream with progress notifications
  * (a client that opted in to resetTimeoutOnProgress waits past its own timeout); a client that timed out and
- * cancelled is never run, and its retry attaches to the same entry.
+ * cancelled is never run, and its retry attaches to the same entry. (A client that asked for no progress and is still
+ * waiting when gateway.mcpHeldAnswerSeconds elapse is answered "held, call again": mcp-held-answer.test.ts.)
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,7 +55,7 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       upstream = await startMcpUpstream({ json });
       replica = await startTestReplica(store(), {
         mcpServers: [{ name: 'github', url: upstream.url, headers: {} }],
-        gateway: { auditQueue: 20_000, rulesRefreshSeconds: 30, hideDeniedTools: false, heldKeepAliveSeconds: 0.2 },
+        gateway: { auditQueue: 20_000, rulesRefreshSeconds: 30, hideDeniedTools: false, heldKeepAliveSeconds: 0.2, mcpAllowedOrigins: [], mcpHeldAnswerSeconds: 45 },
       });
       admin = new Client(replica.url, ADMIN_TOKEN);
       agentId = `eng/mcp-held-${json ? 'j' : 's'}`;
@@ -220,9 +221,13 @@ describeEachStore('held MCP tool calls', ({ store }) => {
       const client = await connect(bobToken, { 'x-reins-session': `retry-${json}` });
       const gaveUp = client.callTool({ name: 'echo', arguments: { text: 'retried' } }, undefined, { timeout: 500 });
       await assert.rejects(gaveUp, /timed out/i);
-      const entry = await pending((e) => e.sessionId === `retry-${json}`);
+      const entry = await pending((e) => e.sessionId === `retry-${json}`, 0);
+      // The cancelled call left the entry (attachedCalls counts the calls waiting on it)...
+      const left = await waitFor(async () => (await admin.get(`/api/v1/held-calls/${entry.id}`)).body.attachedCalls === 0, WAIT_MS);
+      assert.ok(left >= 0, 'the cancelled call left the entry');
       const retry = client.callTool({ name: 'echo', arguments: { text: 'retried' } }, undefined, { timeout: 60_000 });
-      await pending((e) => e.id === entry.id, 2);
+      // ...and the retry joins the same one.
+      await pending((e) => e.id === entry.id, 1);
       await admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
       assert.deepEqual(JSON.parse(text(await retry)), { text: 'retried' });
       await new Promise((r) => setTimeout(r, 200));

@@ -184,7 +184,7 @@ describeEachStore('MCP tools/list hiding (gateway.hideDeniedTools)', ({ store })
     await replica.close();
     replica = await startTestReplica(store(), {
       mcpServers: [{ name: 'github', url: upstream.url, headers: {} }],
-      gateway: { auditQueue: 20_000, rulesRefreshSeconds: 30, hideDeniedTools: true, heldKeepAliveSeconds: 10 },
+      gateway: { auditQueue: 20_000, rulesRefreshSeconds: 30, hideDeniedTools: true, heldKeepAliveSeconds: 10, mcpAllowedOrigins: [], mcpHeldAnswerSeconds: 45 },
     });
     const client = await connect(replica.url, key);
     const names = (await client.listTools()).tools.map((t) => t.name);
