@@ -173,6 +173,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   decisionFacts: (call) => ({ provider: call.provider, route: policyRoute(call.provider, call.route), model: call.model, stream: call.stream, maxTokens: call.maxTokens }),
   // What spend groups by.
   endFacts: (call) => ({ provider: call.provider, model: call.model }),
+  refusedModel: (call) => call.model,
 };
 
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
