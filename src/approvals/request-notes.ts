@@ -13,11 +13,12 @@ export class StoredRequestNotes implements RequestNotes {
   constructor(private readonly db: Queryable) {}
 
   async noteFor(developerId: string, subject: { policy?: string; model?: string }): Promise<string | null> {
+    // With both, the newer of an exception to the policy and access to the model: either lifts a model policy.
     const r = await this.db.query<{ id: string; state: string; denial_reason: string | null }>(
-      subject.policy !== undefined
-        ? `SELECT id, state, denial_reason FROM access_requests WHERE requester = $1 AND type = 'exception' AND target_policy = $2 ORDER BY created_at DESC LIMIT 1`
-        : `SELECT id, state, denial_reason FROM access_requests WHERE requester = $1 AND type = 'model_access' AND requested_model = $2 ORDER BY created_at DESC LIMIT 1`,
-      [developerId, subject.policy ?? subject.model],
+      `SELECT id, state, denial_reason FROM access_requests
+        WHERE requester = $1 AND ((type = 'exception' AND target_policy = $2) OR (type = 'model_access' AND requested_model = $3))
+        ORDER BY created_at DESC LIMIT 1`,
+      [developerId, subject.policy ?? null, subject.model ?? null],
     );
     const row = r.rows[0];
     if (!row) return null;

@@ -152,6 +152,8 @@ export interface PlaneSpec<Call, D extends PipelineDeps = PipelineDeps> {
   decisionFacts(call: Call): Record<string, unknown>;
   /** The call's facts repeated in the end event. */
   endFacts(call: Call): Record<string, unknown>;
+  /** The model a policy refusal may be lifted for by a model-access request (LLM), for the developer's request note. */
+  refusedModel?(call: Call): string | null;
 }
 
 const NO_NAMES: string[] = [];

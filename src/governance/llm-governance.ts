@@ -186,6 +186,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   }),
   // What spend groups by.
   endFacts: (call) => ({ provider: call.provider, upstream: call.upstream, model: call.model }),
+  refusedModel: (call) => call.model,
 };
 
 const ALLOW: GatewayDecision = Object.freeze({ outcome: 'allow' });

@@ -21,6 +21,8 @@ export function policyStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, 
   ctx.decision = decision;
   const p = decision.decidingPolicy;
   if (decision.outcome !== 'deny' || !p) return undefined;
-  const message = withNote(env, ctx.caller, refusalMessage(p.name, p.message), { policy: p.name });
+  // The developer's latest request that could lift it: an exception to the policy, or access to the model.
+  const model = ctx.plane.refusedModel?.(ctx.call) ?? null;
+  const message = withNote(env, ctx.caller, refusalMessage(p.name, p.message), model === null ? { policy: p.name } : { policy: p.name, model });
   return typeof message === 'string' ? { reason: 'policy', message } : message.then((m) => ({ reason: 'policy', message: m }));
 }

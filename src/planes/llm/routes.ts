@@ -265,10 +265,10 @@ export class LlmGateway<C = GatewayCaller> {
     const held = keepAlive as KeepAlive | null;
     held?.stop();
     if (decision.outcome === 'deny') {
-      const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
+      const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status, DESCRIPTIONS[provider].policyRoute(path));
       if (decision.retryAfterSeconds !== undefined) refusal.headers['retry-after'] = String(decision.retryAfterSeconds);
       complete({ status: refusal.status, end: 'refused' });
-      return held ? sseError(res, provider, refusal.body) : send(res, refusal);
+      return held ? sseError(res, provider, refusal.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, refusal);
     }
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
@@ -306,7 +306,7 @@ export class LlmGateway<C = GatewayCaller> {
           `Reins could not sign this request for ${upstream.name}: ${(err as Error).message} (set providers.${upstream.name}.apiKey, or give Reins AWS credentials)`,
         );
         complete({ status: failed.status, end: 'upstream_unreachable' });
-        return held ? sseError(res, provider, failed.body) : send(res, failed);
+        return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
       }
     }
     let answer;
@@ -327,7 +327,7 @@ export class LlmGateway<C = GatewayCaller> {
       const origin = new URL(settings.baseUrl).origin;
       const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${(err as Error).message}`);
       complete({ status: failed.status, end: 'upstream_unreachable' });
-      return held ? sseError(res, provider, failed.body) : send(res, failed);
+      return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
     }
 
     const status = answer.statusCode;
@@ -354,7 +354,8 @@ export class LlmGateway<C = GatewayCaller> {
       // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
       const chunks: Buffer[] = [];
       answerBody.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8')));
+      // As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins.
+      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8'), ''));
       return;
     }
     if (!held) res.writeHead(status, downstreamHeaders(answer.headers));
@@ -382,9 +383,9 @@ function startKeepAlive(res: ServerResponse, ping: string, intervalMs: number): 
 }
 
 /** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
-function sseError(res: ServerResponse, provider: ProviderKind, body: string): void {
+function sseError(res: ServerResponse, provider: ProviderKind, body: string, policyRoute: string): void {
   if (res.destroyed) return;
-  res.end(DESCRIPTIONS[provider].sse.error(body));
+  res.end(DESCRIPTIONS[provider].sse.error(body, policyRoute));
 }
 
 function observe(meter: UsageMeter, chunk: Buffer): void {

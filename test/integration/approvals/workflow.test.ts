@@ -75,6 +75,8 @@ describeEachStore('approvals workflow', ({ store }) => {
     const ask = (model: string) => anthropic(w.replica.url, monaToken).messages.create({ model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
     await assert.rejects(ask('gpt-5-pro'), (err: Error) => err instanceof Anthropic.PermissionDeniedError && /autonomy-model-ceiling/.test(err.message) && /request model access/.test(err.message));
     const req = (await mona.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5-pro', justification: 'one hard proof' })).body;
+    // The next refusal tells her where her request stands.
+    await assert.rejects(ask('gpt-5-pro'), (err: Error) => err.message.includes(`Your request ${req.id} is waiting for an admin.`));
     const approved = await w.admin.post(`/api/v1/access-requests/${req.id}/approve`, { durationSeconds: 3600 });
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
     assert.equal((await ask('gpt-5-pro')).id, 'msg_fake');
