@@ -46,13 +46,14 @@ const RETRYABLE: Record<GatewayErrorKind, boolean> = {
   internal_error: true,
 };
 
-export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, message: string, status = statusFor(provider, kind)): GatewayAnswer {
+/** `policyRoute` (`responses`, `messages`, …) when the answer is for a call on a known route: a provider may answer differently there. */
+export function gatewayAnswer(provider: ProviderName, kind: GatewayErrorKind, message: string, status?: number, policyRoute = ''): GatewayAnswer {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (!RETRYABLE[kind]) headers['x-should-retry'] = 'false';
   const body = PROVIDERS[provider].errorBody(kind, message, headers);
-  return { status, headers, body };
+  return { status: status ?? statusFor(provider, kind, policyRoute), headers, body };
 }
 
-function statusFor(provider: ProviderName, kind: GatewayErrorKind): number {
-  return PROVIDERS[provider].statusFor?.(kind) ?? STATUS[kind];
+function statusFor(provider: ProviderName, kind: GatewayErrorKind, policyRoute: string): number {
+  return PROVIDERS[provider].statusFor?.(kind, policyRoute) ?? STATUS[kind];
 }

@@ -224,9 +224,9 @@ export class LlmGateway<C = GatewayCaller> {
     const held = keepAlive as KeepAlive | null;
     held?.stop();
     if (decision.outcome === 'deny') {
-      const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status);
+      const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status, DESCRIPTIONS[provider].policyRoute(path));
       complete({ status: refusal.status, end: 'refused' });
-      return held ? sseError(res, provider, refusal.body) : send(res, refusal);
+      return held ? sseError(res, provider, refusal.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, refusal);
     }
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
@@ -264,7 +264,7 @@ export class LlmGateway<C = GatewayCaller> {
       const origin = new URL(settings.baseUrl).origin;
       const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${provider} at ${origin}: ${(err as Error).message}`);
       complete({ status: failed.status, end: 'upstream_unreachable' });
-      return held ? sseError(res, provider, failed.body) : send(res, failed);
+      return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
     }
 
     const status = upstream.statusCode;
@@ -286,7 +286,8 @@ export class LlmGateway<C = GatewayCaller> {
       // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
       const chunks: Buffer[] = [];
       answerBody.on('data', (chunk: Buffer) => chunks.push(chunk));
-      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8')));
+      // As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins.
+      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8'), ''));
       return;
     }
     if (!held) res.writeHead(status, downstreamHeaders(upstream.headers));
@@ -314,9 +315,9 @@ function startKeepAlive(res: ServerResponse, ping: string, intervalMs: number): 
 }
 
 /** An error inside an SSE answer whose headers are sent: Anthropic's `error` event, OpenAI's `data: {"error": …}`. */
-function sseError(res: ServerResponse, provider: ProviderName, body: string): void {
+function sseError(res: ServerResponse, provider: ProviderName, body: string, policyRoute: string): void {
   if (res.destroyed) return;
-  res.end(DESCRIPTIONS[provider].sse.error(body));
+  res.end(DESCRIPTIONS[provider].sse.error(body, policyRoute));
 }
 
 function observe(meter: UsageMeter, chunk: Buffer): void {

@@ -124,8 +124,15 @@ describeEachStore('gateway: the Vercel AI SDK, LangChain and the provider SDKs a
 
   for (const r of refusals) {
     test(`${r.name} is refused once, never retried: AI SDK (both providers, plain and streaming), LangChain, OpenAI and Anthropic SDKs`, async () => {
-      const cases: { client: string; call: () => Promise<unknown> }[] = [
+      const cases: { client: string; call: () => Promise<unknown>; status?: number }[] = [
         { client: 'ai generateText @ai-sdk/openai', call: () => generateText({ model: aiOpenAI(r.key()).chat(r.openaiModel), prompt: PROMPT }) },
+        // The provider's default model is the Responses API, Codex CLI's: there a refusal is a 400 (docs/gateway.md).
+        { client: 'ai generateText @ai-sdk/openai (Responses API)', call: () => generateText({ model: aiOpenAI(r.key())(r.openaiModel), prompt: PROMPT }), status: 400 },
+        {
+          client: 'openai SDK, Responses API',
+          call: () => new OpenAI({ baseURL: `${proxy.url}/llm/openai/v1`, apiKey: r.key() }).responses.create({ model: r.openaiModel, input: PROMPT }),
+          status: 400,
+        },
         {
           client: 'ai streamText @ai-sdk/openai',
           call: async () => {
@@ -162,7 +169,7 @@ describeEachStore('gateway: the Vercel AI SDK, LangChain and the provider SDKs a
         assert.equal(count, 1, `${c.client}: ${requests.join(', ')}`);
         assert.match(String((error as Error).message), r.message, `${c.client}: ${String(error)}`);
         const status = statusOf(error);
-        if (status !== undefined) assert.equal(status, r.status, `${c.client}: ${String(error)}`);
+        if (status !== undefined) assert.equal(status, c.status ?? r.status, `${c.client}: ${String(error)}`);
       }
     });
   }
@@ -205,6 +212,14 @@ describeEachStore('gateway: the Vercel AI SDK, LangChain and the provider SDKs a
         model: 'held-ai-stream',
         call: async (model) => {
           const { errors } = await streamErrors(streamText({ model: aiOpenAI(held).chat(model), prompt: PROMPT }));
+          if (errors.length > 0) throw errors[0];
+        },
+      },
+      {
+        client: 'ai streamText @ai-sdk/openai (Responses API: a response.failed event)',
+        model: 'held-responses-stream',
+        call: async (model) => {
+          const { errors } = await streamErrors(streamText({ model: aiOpenAI(held)(model), prompt: PROMPT }));
           if (errors.length > 0) throw errors[0];
         },
       },

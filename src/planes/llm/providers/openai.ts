@@ -1,4 +1,4 @@
-import { bodyCallFacts, matchRouteTable, versionedRoute, type GatewayErrorKind, type LlmProvider, type RouteRule } from './provider.js';
+import { REFUSAL_KINDS, bodyCallFacts, matchRouteTable, versionedRoute, type GatewayErrorKind, type LlmProvider, type RouteRule } from './provider.js';
 
 const ROUTES: readonly RouteRule[] = [
   { re: /^\/v1\/chat\/completions$/, methods: ['POST'], metered: true },
@@ -40,6 +40,20 @@ const CODE: Record<GatewayErrorKind, string> = {
   internal_error: 'internal_error',
 };
 
+/**
+ * An error inside a Responses API stream whose headers are sent (a held call denied or timed out): the API's own
+ * `response.failed` event. Its code decides what Codex CLI does (checked against 0.169): `invalid_prompt` stops it
+ * and shows the message as it is, any other code is retried five times (a new held call each time), and the
+ * Vercel AI SDK reads `invalid…` as a 400, which it does not retry either. An unreachable upstream keeps
+ * `server_error`, which both retry.
+ */
+function responseFailed(body: string): string {
+  const error = (JSON.parse(body) as { error: { message: string; type: string } }).error;
+  const code = error.type === 'server_error' ? 'server_error' : 'invalid_prompt';
+  const event = { type: 'response.failed', response: { object: 'response', status: 'failed', error: { code, message: error.message } } };
+  return `event: response.failed\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
 /** OpenAI: chat completions, completions, embeddings, responses, models; `{"error": {message, type, param, code}}`. */
 export const OPENAI: LlmProvider = {
   matchEndpoint: (method, path) => matchRouteTable(ROUTES, method, path),
@@ -48,6 +62,9 @@ export const OPENAI: LlmProvider = {
   credential: (apiKey) => ({ authorization: `Bearer ${apiKey}` }),
   callFacts: (_endpoint, body) => bodyCallFacts(body),
   policyRoute: versionedRoute,
-  sse: { keepAlive: ': held by Reins for approval\n\n', error: (body) => `data: ${body}\n\n` },
+  sse: { keepAlive: ': held by Reins for approval\n\n', error: (body, route) => (route === 'responses' ? responseFailed(body) : `data: ${body}\n\n`) },
   errorBody: (kind, message) => JSON.stringify({ error: { message, type: TYPE[kind], param: null, code: CODE[kind] } }),
+  // Codex CLI (0.169, the Responses API's main client) retries every status of a refusal five times except 400 and
+  // 429, and the Vercel AI SDK and LangChain retry 429: on this route a refusal is a 400, which none of them retries.
+  statusFor: (kind, route) => (route === 'responses' && REFUSAL_KINDS.has(kind) ? 400 : undefined),
 };

@@ -41,6 +41,9 @@ export interface CallFacts {
   maxTokens: number | null;
 }
 
+/** The kinds that are Reins' own decisions on a call: refusals, which no client should retry. */
+export const REFUSAL_KINDS: ReadonlySet<GatewayErrorKind> = new Set<GatewayErrorKind>(['policy_denied', 'model_not_allowed', 'budget_exceeded', 'agent_not_bound', 'bad_request']);
+
 export interface LlmProvider {
   /** The endpoint a method and path (query excluded) name, or null when the gateway does not serve it. */
   matchEndpoint(method: string, path: string): Endpoint | null;
@@ -66,9 +69,9 @@ export interface LlmProvider {
    * client waiting (null: a held stream is not kept alive, Bedrock's AWS event stream), and an error inside an
    * answer whose headers are sent.
    */
-  sse: { keepAlive: string | null; error(body: string): string };
-  /** A status other than the usual one for this kind of error. */
-  statusFor?(kind: GatewayErrorKind): number | undefined;
+  sse: { keepAlive: string | null; error(body: string, policyRoute: string): string };
+  /** A status other than the usual one for this kind of error (on `policyRoute`, when the answer is for a call). */
+  statusFor?(kind: GatewayErrorKind, policyRoute: string): number | undefined;
 }
 
 type Json = Record<string, unknown>;
