@@ -56,8 +56,8 @@ export interface GatewayMetrics {
 export type TokenType = 'input' | 'output' | 'cache_read' | 'cache_write';
 
 /**
- * Governance time is microseconds when everything is cached and milliseconds when the store is read (a credential's
- * first use, a budget reservation): buckets from 25 µs to 2.5 s.
+ * Governance time is microseconds when everything is in memory and milliseconds when the store is read (a developer's
+ * grants, a budget reservation): buckets from 25 µs to 2.5 s.
  */
 export const GOVERNANCE_BUCKETS = [0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** An upstream answer is a few milliseconds (an MCP tool, a model listing) to minutes (a long generation, a tunnel). */
