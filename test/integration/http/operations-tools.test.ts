@@ -5,7 +5,7 @@
  * Chromium): `.ci/run` installs promtool (Debian's `prometheus` package), `npm ci` installs @redocly/cli.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,30 @@ function promtoolFound(): boolean {
   return spawnSync(PROMTOOL, ['--version'], { encoding: 'utf8' }).status === 0;
 }
 
+/**
+ * A tool run without blocking this process: the replica under test lives in it, and a spawnSync that blocks for a
+ * minute on a loaded machine stalls its timers (a kept-alive connection could then be closed under the next request).
+ */
+function run(command: string, args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
 const skipWithoutRedocly: string | false = !existsSync(REDOCLY) && !process.env.CI ? `redocly not found at ${REDOCLY} (npm install); skipping the OpenAPI lint` : false;
 const skipWithoutPromtool: string | false =
   !process.env.CI && !promtoolFound() ? `promtool not found (apt-get install prometheus, or set PROMTOOL_PATH); skipping the metrics check` : false;
@@ -29,6 +53,8 @@ const skipWithoutPromtool: string | false =
 describeEachStore('operators\' tools on a running replica', ({ store }) => {
   let w: GatewayWorld;
   let dir: string;
+  let doc: any;
+  let metrics: string;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'reins-ops-tools-'));
@@ -39,6 +65,10 @@ describeEachStore('operators\' tools on a running replica', ({ store }) => {
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
     await w.admin.post('/api/v1/policies', { name: 'ops-no-embeddings', kind: 'deny', appliesTo: ['llm'], match: "object.llm.route == 'embeddings'", message: 'No embeddings.' });
     await assert.rejects(client.embeddings.create({ model: 'text-embedding-3-small', input: 'x' }));
+    // Both read now, one after the other: a tool run takes long on a loaded machine, and a request after a long
+    // idle gap could meet its kept-alive connection being closed by the server.
+    doc = (await w.admin.get('/api/v1/openapi.json', { token: null })).body;
+    metrics = (await w.admin.get('/metrics', { token: null })).body as string;
   });
   after(async () => {
     await w?.close();
@@ -46,12 +76,10 @@ describeEachStore('operators\' tools on a running replica', ({ store }) => {
   });
 
   test('the OpenAPI document passes redocly lint (recommended rules) with no errors', { skip: skipWithoutRedocly }, async () => {
-    const doc = (await w.admin.get('/api/v1/openapi.json', { token: null })).body;
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(doc));
-    const r = spawnSync(REDOCLY, ['lint', file, '--format=json', '--max-problems=1000'], {
-      encoding: 'utf8',
-      timeout: 120_000,
+    const r = await run(REDOCLY, ['lint', file, '--format=json', '--max-problems=1000'], {
+      timeoutMs: 120_000,
       env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
     });
     assert.notEqual(r.stdout, '', `redocly printed nothing (status ${r.status}): ${r.stderr}`);
@@ -71,8 +99,8 @@ describeEachStore('operators\' tools on a running replica', ({ store }) => {
   });
 
   test('/metrics passes promtool check metrics, with the gateway\'s histograms, counters and gauges', { skip: skipWithoutPromtool }, async () => {
-    const text = (await w.admin.get('/metrics', { token: null })).body as string;
-    const r = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 60_000 });
+    const text = metrics;
+    const r = await run(PROMTOOL, ['check', 'metrics'], { input: text, timeoutMs: 60_000 });
     assert.equal(r.status, 0, `promtool check metrics failed:\n${r.stdout}${r.stderr}`);
     assert.equal(`${r.stdout}${r.stderr}`.trim(), '');
     assert.match(text, /reins_gateway_governance_duration_seconds_bucket\{le="0\.0001",plane="llm",provider="openai"\} \d+/);
