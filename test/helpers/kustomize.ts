@@ -25,12 +25,19 @@ export interface K8sObject {
   [key: string]: any;
 }
 
-/** Why kubectl cannot render here, or null when it can. */
+/**
+ * Why kubectl cannot render here, or null when it can. The overlays use Kustomize components and `labels`: kubectl
+ * 1.27 or later (Kustomize v5); Debian bookworm's own kubernetes-client (1.20, Kustomize v2) is too old.
+ */
 export function kubectlMissing(): string | null {
-  const r = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-  if (r.status === 0) return null;
-  const reason = 'kubectl not installed (Debian package kubectl; .ci/run installs it)';
-  if (process.env.CI) throw new Error(reason);
+  const r = spawnSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
+  let reason: string | null = null;
+  if (r.status !== 0) reason = 'kubectl not installed (package kubectl; .ci/run installs it)';
+  else {
+    const minor = Number.parseInt((JSON.parse(r.stdout) as { clientVersion?: { minor?: string } }).clientVersion?.minor ?? '0', 10);
+    if (!(minor >= 27)) reason = `kubectl 1.${minor} is too old to render deploy/ (1.27 or later: Kustomize v5)`;
+  }
+  if (reason && process.env.CI) throw new Error(reason);
   return reason;
 }
 
