@@ -61,7 +61,7 @@ export interface LlmGovernanceDeps extends BudgetDeps {
 type Call = LlmCall<GovernedCaller>;
 type Context = CallContext<Call, LlmGovernanceDeps>;
 
-/** The readable part of a prompt for the held-call entry: the last message's text, else the input or prompt. */
+/** The readable part of a prompt for the held-call entry: the last message's (or Gemini content's) text, else the input or prompt. */
 function promptText(body: unknown): string {
   if (typeof body !== 'object' || body === null) return '';
   const b = body as Record<string, unknown>;
@@ -74,6 +74,12 @@ function promptText(body: unknown): string {
   if (Array.isArray(b.messages) && b.messages.length > 0) {
     const last = b.messages[b.messages.length - 1] as { content?: unknown };
     const text = textOf(last?.content);
+    if (text) return text;
+  }
+  // Gemini: contents[].parts[].text.
+  if (Array.isArray(b.contents) && b.contents.length > 0) {
+    const last = b.contents[b.contents.length - 1] as { parts?: unknown } | string;
+    const text = typeof last === 'string' ? last : textOf(last?.parts);
     if (text) return text;
   }
   if (typeof b.input === 'string') return b.input;

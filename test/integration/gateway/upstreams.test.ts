@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import OpenAI, { AzureOpenAI } from 'openai';
 import { GoogleGenAI, ApiError } from '@google/genai';
 import { AZURE_DEPLOYMENT_MODEL, FAKE_USAGE, startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
-import { agentWithKey, describeEachStore, enc } from '../../helpers/harness.js';
+import { agentWithKey, describeEachStore, enc, waitFor, WAIT_MS } from '../../helpers/harness.js';
 import { llmEvent, PROVIDER_KEY, providersAt, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 
 const chat = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: 'user' as const, content: 'hello there, how are you today?' }], ...extra });
@@ -77,6 +77,11 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     assert.deepEqual(event.data.usage, FAKE_USAGE.openaiChat);
     // The upstream's own prices (providers.vllm.prices).
     assert.ok(Math.abs(event.data.costUsd - (11 * 0.1 + 7 * 0.2) / 1e6) < 1e-12, String(event.data.costUsd));
+    await assert.rejects(vllm.chat.completions.create(chat('forbidden-model')), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError);
+      assert.equal(err.code, 'policy_denied');
+      return true;
+    });
     const models = await vllm.models.list();
     assert.equal(models.data[0]?.id, 'gpt-fake');
     await assert.rejects(vllm.responses.create({ model: 'x', input: 'hi' }), OpenAI.NotFoundError);
@@ -193,6 +198,31 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     const unauthenticated = await fetch(`${w.replica.url}/llm/gemini/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', body: '{}' });
     assert.equal(unauthenticated.status, 401);
     assert.equal(((await unauthenticated.json()) as any).error.status, 'UNAUTHENTICATED');
+  });
+
+  test('Gemini: a held streamGenerateContent stays open while held and completes when released; countTokens is never held', async () => {
+    const created = await w.admin.post('/api/v1/policies', { name: 'review-gemini', kind: 'approve', appliesTo: ['llm'], match: "object.llm.upstream == 'gemini'", message: 'Gemini is reviewed.' });
+    assert.equal(created.status, 201);
+    try {
+      const ai = gemini();
+      const counted = await ai.models.countTokens({ model: 'gemini-2.5-pro', contents: 'hi' });
+      assert.equal(counted.totalTokens, 42, 'token counting is never held');
+      const streaming = (async () => {
+        let text = '';
+        for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-pro', contents: 'review this prompt' })) text += chunk.text ?? '';
+        return text;
+      })();
+      let entry: any;
+      await waitFor(async () => {
+        entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === 'review this prompt');
+        return entry !== undefined;
+      }, WAIT_MS);
+      assert.equal(entry.model, 'gemini-2.5-pro');
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).status, 200);
+      assert.equal(await streaming, 'Hello from Gemini');
+    } finally {
+      await w.admin.delete('/api/v1/policies/review-gemini');
+    }
   });
 });
 
