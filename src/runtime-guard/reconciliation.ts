@@ -169,7 +169,8 @@ const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'servi
 class Reconciler implements AskedNames {
   /** Per pod (by `PodEntry.id`): its observations, null for the service's own pods, undefined before its first one. */
   private readonly buckets: Array<PodBucket | null | undefined> = [];
-  private readonly workloads = new Map<string, WorkloadBucket>();
+  /** Per workload (by the classifier's number): its pods' observations; holes for workloads without a row. */
+  private readonly workloads: Array<WorkloadBucket | undefined> = [];
   /** External addresses connected to, cluster-wide (egress-NAT detection). */
   private readonly connected = new Set<string>();
   // The workload being assembled (pass 2): its destinations and, when a fold needs it, the names it asked as is.
@@ -214,8 +215,8 @@ class Reconciler implements AskedNames {
       const ref = entry.ref;
       bucket = null;
       if (ref !== null) {
-        let workload = this.workloads.get(ref.workloadKey);
-        if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+        let workload = this.workloads[entry.workload];
+        if (workload === undefined) this.workloads[entry.workload] = workload = { ref, pods: [] };
         // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
         else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
         bucket = { dns: [], network: [], external: false };
@@ -263,7 +264,8 @@ class Reconciler implements AskedNames {
     if (connected.size === 0 || connected.size > EGRESS_NAT_MAX_TRANSLATED_ADDRESSES) return null;
     const answered = new Set<string>();
     const resolvedNames = new Set<string>();
-    for (const workload of this.workloads.values()) {
+    for (const workload of this.workloads) {
+      if (workload === undefined) continue;
       for (const pod of workload.pods) {
         for (let i = 0; i < pod.dns.length; i++) {
           const ip = pod.dns[i]!.destIP;
@@ -286,16 +288,20 @@ class Reconciler implements AskedNames {
 
   /** Every workload of the cluster facts gets a row, evidence or not (after the observed ones: those keep their ref). */
   addClusterWorkloads(): void {
-    for (const ref of this.c.clusterWorkloads()) {
-      const known = this.workloads.get(ref.workloadKey);
-      if (known === undefined) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+    const refs = this.c.clusterWorkloads();
+    const ids = this.c.clusterWorkloadIds();
+    for (let i = 0; i < refs.length; i++) {
+      const ref = refs[i]!;
+      const known = this.workloads[ids[i]!];
+      if (known === undefined) this.workloads[ids[i]!] = { ref, pods: [] };
       else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
     }
   }
 
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
-    for (const workload of this.workloads.values()) {
+    for (const workload of this.workloads) {
+      if (workload === undefined) continue;
       rows.push(
         workload.pods.length === 0 ? quietRow(workload.ref, governed.byIdentity.get(this.c.joinId(workload.ref))) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason),
       );
