@@ -397,10 +397,14 @@ export interface AskedNames {
 /** A pod's workload, or null for the service's own pods (their observations are dropped). */
 export type PodRef = WorkloadRef | null;
 
-/** A pod as the classifier knows it: its workload and a number of its own (0, 1, … per snapshot) to index arrays by. */
+/**
+ * A pod as the classifier knows it: its workload, a number of its own (0, 1, … per snapshot) and its workload's
+ * number (-1 for the service's own pods), so that the engine indexes arrays instead of building maps per answer.
+ */
 export interface PodEntry {
   ref: PodRef;
   id: number;
+  workload: number;
 }
 
 /** Memo entries kept per snapshot before they are dropped (names are what sensors report: unbounded in principle). */
@@ -418,6 +422,9 @@ export class Classifier {
   private readonly pods = new Map<string, Map<string, PodEntry>>();
   private podCount = 0;
   private workloadList: readonly WorkloadRef[] | undefined;
+  private workloadListIds: readonly number[] = [];
+  /** `workloadKey` -> its number (see `PodEntry.workload`). */
+  private readonly workloadIds = new Map<string, number>();
   /** Workload ref -> its lower-cased `<namespace>/<name>` (the governed calls' join key). */
   private readonly joinIds = new Map<WorkloadRef, string>();
 
@@ -479,6 +486,7 @@ export class Classifier {
         attributionNote: '',
       });
     }
+    this.workloadListIds = out.map((ref) => this.workloadId(ref.workloadKey));
     return (this.workloadList = out);
   }
 
@@ -491,6 +499,21 @@ export class Classifier {
     this.pods.clear();
     this.podCount = 0;
     this.joinIds.clear();
+    this.workloadIds.clear();
+    this.workloadList = undefined;
+  }
+
+  /** The numbers of `clusterWorkloads()`, in its order. */
+  clusterWorkloadIds(): readonly number[] {
+    if (this.workloadList === undefined) this.clusterWorkloads();
+    return this.workloadListIds;
+  }
+
+  /** A workload's number (0, 1, … per snapshot); `workloadsNumbered` bounds them. */
+  workloadId(workloadKey: string): number {
+    let id = this.workloadIds.get(workloadKey);
+    if (id === undefined) this.workloadIds.set(workloadKey, (id = this.workloadIds.size));
+    return id;
   }
 
   /** The workload's governed-call join key (see `joinIdentityId`), once per ref. */
@@ -588,7 +611,8 @@ export class Classifier {
     if (!inNamespace) this.pods.set(namespace, (inNamespace = new Map()));
     let entry = inNamespace.get(podKey);
     if (entry === undefined) {
-      entry = { ref: this.resolvePod(namespace, podName, podIP), id: this.podCount };
+      const ref = this.resolvePod(namespace, podName, podIP);
+      entry = { ref, id: this.podCount, workload: ref === null ? -1 : this.workloadId(ref.workloadKey) };
       inNamespace.set(podKey, entry);
       this.podCount += 1;
     }

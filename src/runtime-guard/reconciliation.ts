@@ -53,8 +53,14 @@ export const RUNG_CONFIDENCE: Readonly<Record<Rung, number>> = { R0: 0.95, R2: 0
  * addresses), while arrays parallel to these would be allocated anew per pod and per answer.
  */
 interface PodBucket {
-  dns: Observation[];
-  network: Observation[];
+  /**
+   * The pod's `dns` and `network` observations as two lists threaded through the input by index (`Reconciler.next`,
+   * -1 ends a list): one typed array per answer instead of two growing arrays per pod.
+   */
+  dnsHead: number;
+  dnsTail: number;
+  networkHead: number;
+  networkTail: number;
   /** The pod made a connection to an external address (egress-NAT detection). */
   external: boolean;
 }
@@ -167,9 +173,21 @@ const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external
 const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'service-gateway' };
 
 class Reconciler implements AskedNames {
+  /** The input, and the lists threaded through it (see `PodBucket`). */
+  private observations: readonly Observation[] = [];
+  private next = new Int32Array(0);
+  /** DNS observations whose answer is IPv6: they give no destIP (spec "Limits"). */
+  private noAnswer: Set<number> | null = null;
+
+  /** A DNS observation's answer: its destIP, '' when it has none or it is IPv6. */
+  private answerOf(i: number): string {
+    return this.noAnswer !== null && this.noAnswer.has(i) ? '' : this.observations[i]!.destIP;
+  }
+
   /** Per pod (by `PodEntry.id`): its observations, null for the service's own pods, undefined before its first one. */
   private readonly buckets: Array<PodBucket | null | undefined> = [];
-  private readonly workloads = new Map<string, WorkloadBucket>();
+  /** Per workload (by the classifier's number): its pods' observations; holes for workloads without a row. */
+  private readonly workloads: Array<WorkloadBucket | undefined> = [];
   /** External addresses connected to, cluster-wide (egress-NAT detection). */
   private readonly connected = new Set<string>();
   // The workload being assembled (pass 2): its destinations and, when a fold needs it, the names it asked as is.
@@ -214,11 +232,11 @@ class Reconciler implements AskedNames {
       const ref = entry.ref;
       bucket = null;
       if (ref !== null) {
-        let workload = this.workloads.get(ref.workloadKey);
-        if (!workload) this.workloads.set(ref.workloadKey, (workload = { ref, pods: [] }));
+        let workload = this.workloads[entry.workload];
+        if (workload === undefined) this.workloads[entry.workload] = workload = { ref, pods: [] };
         // A confirmed attribution outranks an unconfirmed one (an inferred owner), whatever the order.
         else if (ref.attributionConfirmed && !workload.ref.attributionConfirmed) workload.ref = ref;
-        bucket = { dns: [], network: [], external: false };
+        bucket = { dnsHead: -1, dnsTail: -1, networkHead: -1, networkTail: -1, external: false };
         workload.pods.push(bucket);
       }
       this.buckets[entry.id] = bucket;
@@ -229,6 +247,8 @@ class Reconciler implements AskedNames {
   /** Pass 1: each observation in the window to its pod, its name or address classified (memoised lookups). */
   ingest(observations: readonly Observation[], start: number, end: number): void {
     const c = this.c;
+    this.observations = observations;
+    const next = (this.next = new Int32Array(observations.length));
     for (let i = 0; i < observations.length; i++) {
       const o = observations[i]!;
       const family = o.family;
@@ -241,13 +261,19 @@ class Reconciler implements AskedNames {
       // The pod first: its workload gets a row for any observation, even one that names nothing.
       const pod = this.podBucket(o.namespace, o.podName, o.podIP);
       if (pod === null) continue;
+      next[i] = -1;
       if (family === 'dns') {
-        pod.dns.push(v6 ? { ...o, destIP: '' } : o);
+        if (v6) (this.noAnswer ??= new Set()).add(i);
+        if (pod.dnsTail === -1) pod.dnsHead = i;
+        else next[pod.dnsTail] = i;
+        pod.dnsTail = i;
       } else {
         const ip = o.destIP;
         if (ip === '' && o.destName === '') continue;
         const address = ip === '' ? NO_ADDRESS : c.address(ip);
-        pod.network.push(o);
+        if (pod.networkTail === -1) pod.networkHead = i;
+        else next[pod.networkTail] = i;
+        pod.networkTail = i;
         if (address.external) {
           this.connected.add(ip);
           pod.external = true;
@@ -263,14 +289,15 @@ class Reconciler implements AskedNames {
     if (connected.size === 0 || connected.size > EGRESS_NAT_MAX_TRANSLATED_ADDRESSES) return null;
     const answered = new Set<string>();
     const resolvedNames = new Set<string>();
-    for (const workload of this.workloads.values()) {
+    for (const workload of this.workloads) {
+      if (workload === undefined) continue;
       for (const pod of workload.pods) {
-        for (let i = 0; i < pod.dns.length; i++) {
-          const ip = pod.dns[i]!.destIP;
+        for (let i = pod.dnsHead; i !== -1; i = this.next[i]!) {
+          const ip = this.answerOf(i);
           if (ip === '') continue;
           answered.add(ip);
           if (!pod.external) continue;
-          const info = this.c.raw(pod.dns[i]!.destName);
+          const info = this.c.raw(this.observations[i]!.destName);
           const cls = info.cls;
           if (cls !== NOT_A_FINDING && cls.kind !== 'provider' && cls.kind !== 'infra') continue;
           if (!this.c.isPublicLooking(info)) continue;
@@ -286,16 +313,20 @@ class Reconciler implements AskedNames {
 
   /** Every workload of the cluster facts gets a row, evidence or not (after the observed ones: those keep their ref). */
   addClusterWorkloads(): void {
-    for (const ref of this.c.clusterWorkloads()) {
-      const known = this.workloads.get(ref.workloadKey);
-      if (known === undefined) this.workloads.set(ref.workloadKey, { ref, pods: [] });
+    const refs = this.c.clusterWorkloads();
+    const ids = this.c.clusterWorkloadIds();
+    for (let i = 0; i < refs.length; i++) {
+      const ref = refs[i]!;
+      const known = this.workloads[ids[i]!];
+      if (known === undefined) this.workloads[ids[i]!] = { ref, pods: [] };
       else if (ref.attributionConfirmed && !known.ref.attributionConfirmed) known.ref = ref;
     }
   }
 
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
-    for (const workload of this.workloads.values()) {
+    for (const workload of this.workloads) {
+      if (workload === undefined) continue;
       rows.push(
         workload.pods.length === 0 ? quietRow(workload.ref, governed.byIdentity.get(this.c.joinId(workload.ref))) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason),
       );
@@ -314,7 +345,9 @@ class Reconciler implements AskedNames {
   bareNames(): ReadonlySet<string> {
     if (this.bare === null) {
       this.bare = new Set<string>();
-      for (const pod of this.current!.pods) for (const o of pod.dns) this.bare.add(this.c.raw(o.destName).name);
+      for (const pod of this.current!.pods) {
+        for (let i = pod.dnsHead; i !== -1; i = this.next[i]!) this.bare.add(this.c.raw(this.observations[i]!.destName).name);
+      }
     }
     return this.bare;
   }
@@ -385,13 +418,15 @@ class Reconciler implements AskedNames {
     const c = this.c;
 
     const pods = workload.pods;
+    const observations = this.observations;
+    const next = this.next;
     this.podAnswers.length = 0;
     this.workloadAnswers = undefined;
 
     for (let podIndex = 0; podIndex < pods.length; podIndex++) {
       const pod = pods[podIndex]!;
-      for (let i = 0; i < pod.dns.length; i++) {
-        const o = pod.dns[i]!;
+      for (let i = pod.dnsHead; i !== -1; i = next[i]!) {
+        const o = observations[i]!;
         const info = c.raw(o.destName);
         if (info.name === '') continue;
         const folded = c.fold(info, this);
@@ -399,14 +434,15 @@ class Reconciler implements AskedNames {
         let cls = folded.cls;
         // A provider (or infrastructure) name answered with an address of the service's own Service: the team
         // rewrote the name to the gateway, the governed shape (spec: "by IP or resolved name").
-        if (!folded.variant && (cls.kind === 'provider' || cls.kind === 'infra') && o.destIP !== '') {
-          if (c.address(o.destIP).cls?.suppressReason === 'service-gateway') cls = SERVICE_GATEWAY;
+        if (!folded.variant && (cls.kind === 'provider' || cls.kind === 'infra')) {
+          const answer = this.answerOf(i);
+          if (answer !== '' && c.address(answer).cls?.suppressReason === 'service-gateway') cls = SERVICE_GATEWAY;
         }
         this.record(folded.variant ? KEY_VARIANT : KEY_NAME, folded.destName, 'R0', cls, 0, eventCount(o.count), o.behavior, '');
       }
 
-      for (let i = 0; i < pod.network.length; i++) {
-        const o = pod.network[i]!;
+      for (let i = pod.networkHead; i !== -1; i = next[i]!) {
+        const o = observations[i]!;
         const ip = o.destIP;
         const address = ip === '' ? NO_ADDRESS : c.address(ip);
         let destName: string;
@@ -554,10 +590,10 @@ class Reconciler implements AskedNames {
   /** The pod's own answers: address -> answered name. Expansions and reverse lookups name nothing. */
   private answerNames(pod: PodBucket): Map<string, NameInfo> {
     const answers = new Map<string, NameInfo>();
-    for (let i = 0; i < pod.dns.length; i++) {
-      const ip = pod.dns[i]!.destIP;
+    for (let i = pod.dnsHead; i !== -1; i = this.next[i]!) {
+      const ip = this.answerOf(i);
       if (ip === '') continue;
-      const info = this.c.raw(pod.dns[i]!.destName);
+      const info = this.c.raw(this.observations[i]!.destName);
       if (info.name === '') continue;
       const current = answers.get(ip);
       if (current === info) continue;
