@@ -118,7 +118,9 @@ const FileConfig = Type.Object(
           // How often a held call's open answer carries a ping or an MCP progress notification.
           heldKeepAliveSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 60 })),
           // Browser origins allowed on /mcp/* besides the loopback ones (MCP's DNS-rebinding rule); "*" allows any.
-          mcpAllowedOrigins: Type.Optional(Type.Array(Type.Union([Type.Literal('*'), Origin]), { maxItems: 1000 })),
+          mcpAllowedOrigins: Type.Optional(
+            Type.Array(Type.String({ pattern: '^(\\*|https?://[^/?#\\s]+/?)$', description: 'an origin such as https://app.example.com, or *' }), { maxItems: 1000 }),
+          ),
           // How long a held MCP tool call of a client that asked for no progress waits before it is answered
           // "held, call again after approval" (the MCP TypeScript SDK gives up after 60 s).
           mcpHeldAnswerSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 3600 })),
@@ -427,7 +429,15 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       rulesRefreshSeconds: f.gateway?.rulesRefreshSeconds ?? 30,
       hideDeniedTools: f.gateway?.hideDeniedTools ?? false,
       heldKeepAliveSeconds: f.gateway?.heldKeepAliveSeconds ?? 10,
-      mcpAllowedOrigins: (f.gateway?.mcpAllowedOrigins ?? []).map((o) => (o === '*' ? o : new URL(o).origin)),
+      mcpAllowedOrigins: (f.gateway?.mcpAllowedOrigins ?? []).map((o, i) => {
+        if (o === '*') return o;
+        // Compared with the browser's Origin header, which is the URL's serialised origin (lower-case host, no default port).
+        try {
+          return new URL(o).origin;
+        } catch {
+          throw new ConfigError(`gateway.mcpAllowedOrigins[${i}]`, `not an origin: ${o}`);
+        }
+      }),
       mcpHeldAnswerSeconds: f.gateway?.mcpHeldAnswerSeconds ?? 45,
     },
     approvals: {

@@ -17,10 +17,9 @@ if (origin && token) {
       const pairs = Array.isArray(headers[0]) ? headers : headers.reduce((acc, v, i) => (i % 2 ? acc : [...acc, [v, headers[i + 1]]]), []);
       return [...pairs.filter(([k]) => String(k).toLowerCase() !== 'authorization').flat(), 'authorization', authorization];
     }
+    // A plain object: what undici's request() is given and what fetch dispatches.
     const out = {};
-    for (const [k, v] of typeof headers.entries === 'function' && !(Symbol.iterator in Object(headers)) ? headers.entries() : Object.entries(headers)) {
-      if (k.toLowerCase() !== 'authorization') out[k] = v;
-    }
+    for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() !== 'authorization') out[k] = v;
     out.authorization = authorization;
     return out;
   };

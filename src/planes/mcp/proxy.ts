@@ -126,14 +126,14 @@ export class McpGateway<C> {
   /**
    * A server sends its own requests (sampling, elicitation, roots) and notifications that belong to no call on the
    * session's standalone GET stream, and drops them when that stream is not open yet. A client opens it right after
-   * initializing and may send its next POST at once; the proxy takes longer for a GET (authentication, a connection
-   * to the upstream) than the client's own connections, so the POST could overtake it and the server's request was
-   * lost (the client then timed out). So a POST waits, before it is forwarded, until every GET of its session that
-   * reached Reins before it has its answer's headers from the upstream (so the upstream has registered the stream),
-   * at most STREAM_FIRST_WAIT_MS. And since the client's own connections can deliver its first POST after
-   * `notifications/initialized` ahead of its GET, a POST of a session initialized less than STREAM_GRACE_MS ago
-   * whose GET has not arrived waits for it for the rest of that time (a client that never opens the GET stream,
-   * which MCP allows, pays that once per session).
+   * initializing and may send its next POST at once, and through the proxy that POST could reach the upstream first:
+   * the server's request was lost and the client timed out (most runs of the conformance suite's sampling and
+   * elicitation scenarios). So a POST waits, before it is forwarded, until every GET of its session that reached
+   * Reins before it has its answer's headers from the upstream (the upstream has registered the stream), or has been
+   * on its way for STREAM_FIRST_WAIT_MS (an upstream may send the headers only with its first event). And since the
+   * client's own connections can deliver its first POST after `notifications/initialized` ahead of its GET, a POST
+   * of a session initialized less than STREAM_GRACE_MS ago whose GET has not arrived waits for it for the rest of
+   * that time (a client that never opens the GET stream, which MCP allows, pays that once per session).
    */
   private streamOrder(req: IncomingMessage): { before: Promise<void>[]; opened: () => void } | null {
     const session = header(req.headers, 'mcp-session-id');
@@ -152,20 +152,23 @@ export class McpGateway<C> {
     let set = this.openingStreams.get(key);
     if (!set) this.openingStreams.set(key, (set = new Set()));
     set.add(done);
+    // An upstream that sends the stream's headers only with its first event would otherwise make every POST of the
+    // session wait: past STREAM_FIRST_WAIT_MS the GET counts as open (it has long reached the upstream).
+    const late = setTimeout(() => forget(), STREAM_FIRST_WAIT_MS);
+    late.unref();
+    const forget = (): void => {
+      clearTimeout(late);
+      opened();
+      set.delete(done);
+      if (set.size === 0 && this.openingStreams.get(key) === set) this.openingStreams.delete(key);
+    };
     const expected = this.expectedStreams.get(key);
     if (expected) {
       this.expectedStreams.delete(key);
       clearTimeout(expected.timer);
       void done.then(expected.resolve);
     }
-    return {
-      before: [],
-      opened: () => {
-        opened();
-        set.delete(done);
-        if (set.size === 0 && this.openingStreams.get(key) === set) this.openingStreams.delete(key);
-      },
-    };
+    return { before: [], opened: forget };
   }
 
   /** @internal */ get hidesTools(): boolean {

@@ -21,7 +21,9 @@ export function registerMcpProxyRoute<C>(app: FastifyInstance, gateway: McpGatew
         description:
           'Authorization: Bearer <Reins token>. Every tools/call is decided before it reaches the upstream; a refusal is a ' +
           'tools/call result with isError: true naming the policy. Sessions (Mcp-Session-Id), SSE and DELETE pass through. ' +
-          'Past http.failedAuthLimit bad tokens from one client address in the window: 429 with a JSON-RPC error and Retry-After.',
+          'Past http.failedAuthLimit bad tokens from one client address in the window: 429 with a JSON-RPC error and Retry-After. ' +
+          'An Origin header that is present and not allowed (loopback origins and gateway.mcpAllowedOrigins are): 403 with a JSON-RPC error, first. ' +
+          'A held tools/call without a progress token is answered after gateway.mcpHeldAnswerSeconds with an isError result: call again after approval.',
         security: [{ bearer: [] }],
       },
       handler: (request, reply) => {

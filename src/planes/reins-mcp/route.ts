@@ -16,7 +16,8 @@ export function registerReinsMcpRoute(app: FastifyInstance, server: ReinsMcpServ
       summary: 'The built-in Reins MCP server (streamable HTTP, stateless)',
       description:
         'Tools for developer tools: request_policy_exception, request_model_access, request_budget_topup, get_request_status. ' +
-        'Authorization: Bearer <personal access token>; the requester is that token\'s developer.',
+        'Authorization: Bearer <personal access token>; the requester is that token\'s developer. ' +
+        'An Origin header that is present and not allowed (loopback origins and gateway.mcpAllowedOrigins are): 403 with a JSON-RPC error.',
       security: [{ bearer: [] }],
     },
     handler: (request, reply) => {

@@ -129,6 +129,33 @@ describeEachStore('held MCP tool call, default MCP client', ({ store }) => {
     assert.equal(echoCalls(args.text), 1);
   });
 
+  test('a client that takes only JSON gets the "held" answer as the JSON answer of its POST', async () => {
+    const url = new URL('/mcp/github', replica.url);
+    const headers = { authorization: `Bearer ${bobToken}`, 'x-reins-session': 'json-client', 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const init = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'json', version: '1' } } }),
+    });
+    await init.text();
+    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await (await fetch(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { ...session, accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'json only' } } }),
+    });
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /application\/json/);
+    const body = (await r.json()) as any;
+    assert.equal(body.id, 7);
+    assert.equal(body.result.isError, true);
+    assert.match(body.result.content[0].text, /^Held for approval, not run/);
+    const entry = await entryOf('json-client');
+    await admin.post(`/api/v1/held-calls/${entry.id}/deny`, { note: 'no' });
+    assert.equal(echoCalls('json only'), 0);
+  });
+
   test('a client that sends a progress token keeps the streamed wait and gets the result', async () => {
     const client = await connect(bobToken, 'progress-client');
     const progress: { progress: number; message?: string }[] = [];

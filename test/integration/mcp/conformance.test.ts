@@ -3,8 +3,8 @@
  * test/outside-clients) against Reins' MCP endpoints:
  * - /mcp/{server} fronting the suite's own reference server (its "everything server", test/fakes/
  *   conformance-everything-server.ts): every server scenario of the suite's active set gives through Reins exactly
- *   the check outcomes it gives directly, on every run (several runs: server-to-client requests, sampling and
- *   elicitation, once lost a race in the proxy; see streamOrder in src/planes/mcp/proxy.ts);
+ *   the check outcomes it gives directly, on every run (three runs: server-to-client requests, sampling and
+ *   elicitation, once lost a race in the proxy in most runs; see streamOrder in src/planes/mcp/proxy.ts);
  * - /mcp/reins, the built-in tools-only stateless server: the scenarios that apply to such a server pass cleanly.
  *
  * The CLI has no option for request headers, so test/outside-clients/reins-token.mjs (preloaded into it) adds the
@@ -115,32 +115,26 @@ describe('MCP conformance suite through Reins', { skip: skipWithoutOutsideClient
       for (const [scenario, checks] of direct) {
         assert.deepEqual(outcome(through.results.get(scenario) ?? []), outcome(checks), `run ${run}, ${scenario}: ${JSON.stringify(failures(new Map([[scenario, through.results.get(scenario) ?? []]])))}`);
       }
-    }
-  });
-
-  test('/mcp/{server}: the server-to-client scenarios (sampling, elicitation) pass through Reins on every run', async () => {
-    const token = { origin: new URL(replica.url).origin, secret: agentKey };
-    for (let run = 1; run <= 3; run++) {
+      // Named, because these are the ones that once failed through the proxy in most runs.
       for (const scenario of SERVER_TO_CLIENT_SCENARIOS) {
-        const r = await conformance(`${replica.url}/mcp/everything`, token, scenario);
-        assert.deepEqual(failures(r.results), [], `run ${run}, ${scenario}`);
-        assert.equal(r.code, 0, `run ${run}, ${scenario}: ${r.output.slice(-1500)}`);
+        const checks = through.results.get(scenario) ?? [];
+        assert.ok(checks.length > 0 && checks.every((c) => c.status === 'SUCCESS' || c.status === 'INFO'), `run ${run}, ${scenario} passes through Reins`);
       }
     }
   });
 
   test('/mcp/reins, the built-in tools-only server: the scenarios that apply to it pass cleanly', async () => {
-    const token = { origin: new URL(replica.url).origin, secret: developerToken };
+    // The whole suite in one run (one CLI start, not five); only the scenarios that apply to a stateless tools-only
+    // server are judged: the others ask for tools, resources, prompts, logging or sessions it does not declare.
+    const r = await conformance(`${replica.url}/mcp/reins`, { origin: new URL(replica.url).origin, secret: developerToken });
     for (const scenario of TOOLS_ONLY_SCENARIOS) {
-      const r = await conformance(`${replica.url}/mcp/reins`, token, scenario);
       const checks = r.results.get(scenario) ?? [];
       assert.ok(checks.length > 0, `${scenario} ran: ${r.output.slice(-1500)}`);
       assert.deepEqual(
-        checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING').map((c) => `${c.id}: ${c.status} ${c.errorMessage ?? ''}`),
+        checks.filter((c) => c.status !== 'SUCCESS' && c.status !== 'INFO').map((c) => `${c.id}: ${c.status} ${c.errorMessage ?? ''}`),
         [],
         scenario,
       );
-      assert.equal(r.code, 0, `${scenario}: ${r.output.slice(-1500)}`);
     }
   });
 });

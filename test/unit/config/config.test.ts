@@ -118,6 +118,16 @@ providers:
 
   for (const [what, yaml, key] of bad) test(`${what} stops start-up naming ${key}`, () => refuses(yaml, key));
 
+  test('gateway.mcpAllowedOrigins: origins (normalised) or "*", default none; mcpHeldAnswerSeconds defaults to 45', () => {
+    assert.deepEqual(loadConfig({}).gateway.mcpAllowedOrigins, []);
+    assert.equal(loadConfig({}).gateway.mcpHeldAnswerSeconds, 45);
+    assert.deepEqual(load('gateway: { mcpAllowedOrigins: ["https://App.example.com/", "*"], mcpHeldAnswerSeconds: 20 }').gateway.mcpAllowedOrigins, ['https://app.example.com', '*']);
+    refuses('gateway: { mcpAllowedOrigins: ["https://app.example.com/path"] }', 'gateway.mcpAllowedOrigins[0]');
+    refuses('gateway: { mcpAllowedOrigins: ["*", "app.example.com"] }', 'gateway.mcpAllowedOrigins[1]');
+    refuses('gateway: { mcpAllowedOrigins: ["https://[bad"] }', 'gateway.mcpAllowedOrigins[0]');
+    refuses('gateway: { mcpHeldAnswerSeconds: 0 }', 'gateway.mcpHeldAnswerSeconds');
+  });
+
   test('invalid YAML names REINS_CONFIG', () => refuses('a: [', 'REINS_CONFIG'));
   test('bad environment values are named', () => {
     refuses('', 'PORT', { PORT: 'eighty' });
