@@ -28,6 +28,7 @@ import { agentWithKey, ADMIN_TOKEN, Client, describeEachStore, enc, testConfigFo
 import { llmEvent, openai, providersAt, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 import { selfSignedCert, type TestCert } from '../../helpers/tls-cert.js';
 import { BEDROCK_STREAM_EVENTS, FAKE_USAGE, startFakeProviders } from '../../fakes/fake-providers.js';
+import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 /** Held by the approve policy below: an Anthropic Claude model on invoke, a route that can be held. */
@@ -226,12 +227,17 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     key,
     h2connect: () => http2Connect(w.replica.url),
   });
+  let mcp: McpUpstream;
   before(async () => {
-    w = await startGatewayWorld(store());
+    mcp = await startMcpUpstream();
+    w = await startGatewayWorld(store(), { mcpServers: [{ name: 'tools', url: mcp.url, headers: {} }] });
     key = await agentWithKey(w.admin, 'eng/h2-bot');
     await addPolicies(w.admin);
   });
-  after(async () => w.close());
+  after(async () => {
+    await w?.close();
+    await mcp?.close();
+  });
 
   describe('the AWS SDK default client (h2c)', () => bedrockWithTheDefaultClient(world));
 
@@ -276,6 +282,37 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
       assert.equal(created.status, 201, created.body);
       const bad = await h2(session, { ':method': 'POST', ':path': '/api/v1/identities', authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"id": 5}');
       assert.equal(bad.status, 400);
+    } finally {
+      session.close();
+    }
+  });
+
+  test('MCP over HTTP/2: a session through /mcp/{server} with a governed tools/call, and the built-in /mcp/reins', async () => {
+    const session = http2Connect(w.replica.url);
+    const post = (path: string, headers: OutgoingHttpHeaders, message: unknown) =>
+      h2(session, { ':method': 'POST', ':path': path, accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers }, JSON.stringify(message));
+    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'h2', version: '1' } } };
+    try {
+      const auth = { authorization: `Bearer ${key}` };
+      const init = await post('/mcp/tools', auth, initialize);
+      assert.equal(init.status, 200, init.body);
+      assertNoConnectionHeaders(init.headers);
+      const sid = init.headers['mcp-session-id'];
+      assert.ok(typeof sid === 'string' && sid !== '', 'initialize answers a session id');
+      const inSession = { ...auth, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+      assert.equal((await post('/mcp/tools', inSession, { jsonrpc: '2.0', method: 'notifications/initialized' })).status, 202);
+      const call = await post('/mcp/tools', inSession, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '/etc/h2' } } });
+      assert.equal(call.status, 200, call.body);
+      assert.match(call.body, /contents of \/etc\/h2/);
+      let audited: any;
+      await waitFor(async () => {
+        audited = (await w.admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/h2-bot')}`)).body.items.find((e: any) => e.data.tool === 'read_file');
+        return audited !== undefined;
+      }, WAIT_MS);
+      assert.ok(audited, 'the tools/call over HTTP/2 is audited');
+      const reins = await post('/mcp/reins', { authorization: `Bearer ${ADMIN_TOKEN}` }, initialize);
+      assert.equal(reins.status, 200, reins.body);
+      assert.match(reins.body, /"serverInfo"/);
     } finally {
       session.close();
     }
