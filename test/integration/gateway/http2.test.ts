@@ -1,7 +1,8 @@
 /**
  * HTTP/2 on the gateway port, beside HTTP/1.1: the AWS SDK for Bedrock runtime with its DEFAULT client and handler
  * (`NodeHttp2Handler`, HTTP/2 only) for InvokeModel, InvokeModelWithResponseStream, Converse and ConverseStream,
- * over cleartext (prior knowledge, h2c) and over TLS (ALPN); a refusal audited and answered in Bedrock's error
+ * over cleartext (prior knowledge, h2c) and over TLS (ALPN; the certificate trusted through the default handler's
+ * options, and through NODE_EXTRA_CA_CERTS in a process of its own with no client options at all); a refusal audited and answered in Bedrock's error
  * shape, not retried; a held call released by an approver; a client's RST_STREAM mid-stream and while held; the
  * control plane over HTTP/2; HTTP/1.1 clients (openai SDK, undici, fetch) on the same port; shutdown with HTTP/2
  * sessions open.
@@ -11,6 +12,9 @@ import assert from 'node:assert/strict';
 import { connect as http2Connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect } from 'node:net';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import {
   AccessDeniedException,
   BedrockRuntimeClient,
@@ -35,6 +39,9 @@ const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const HELD_MODEL = 'us.anthropic.claude-3-5-haiku-20241022-v1:0';
 /** Refused by the deny policy below. */
 const DENIED_MODEL = 'us.anthropic.claude-3-haiku-20240307-v1:0';
+
+const execFileAsync = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const messages = [{ role: 'user' as const, content: [{ text: 'hi' }] }];
 
@@ -427,6 +434,26 @@ describeEachStore('the gateway port over TLS: HTTP/2 and HTTP/1.1 by ALPN', ({ s
   });
 
   describe('the AWS SDK default client (TLS)', () => bedrockWithTheDefaultClient(world));
+
+  test('the default client with no options at all, trusting the certificate through NODE_EXTRA_CA_CERTS (its own process)', async () => {
+    // NODE_EXTRA_CA_CERTS is read when a process starts: a child process, as a developer's tool would be run.
+    const script = `
+      import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
+      const client = new BedrockRuntimeClient({ endpoint: process.env.BEDROCK_ENDPOINT, region: 'us-east-1', token: { token: process.env.BEDROCK_TOKEN }, authSchemePreference: ['httpBearerAuth'] });
+      const messages = [{ role: 'user', content: [{ text: 'hi' }] }];
+      const converse = await client.send(new ConverseCommand({ modelId: '${MODEL}', messages, inferenceConfig: { maxTokens: 92 } }));
+      let stream = '';
+      for await (const e of (await client.send(new ConverseStreamCommand({ modelId: '${MODEL}', messages, inferenceConfig: { maxTokens: 93 } }))).stream) stream += e.contentBlockDelta?.delta?.text ?? '';
+      console.log(JSON.stringify({ converse: converse.output.message.content[0].text, stream, handler: client.config.requestHandler.constructor.name }));
+      client.destroy();`;
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: cert.certFile, BEDROCK_ENDPOINT: `${w.replica.url}/llm/bedrock`, BEDROCK_TOKEN: key },
+      timeout: 2 * WAIT_MS,
+    });
+    assert.deepEqual(JSON.parse(stdout.trim().split('\n').at(-1)!), { converse: 'Hello from Converse', stream: 'Hello from ConverseStream', handler: 'NodeHttp2Handler' });
+    assert.equal((await llmEvent(w.admin, (e) => e.data.maxTokens === 93)).data.end, 'forwarded');
+  });
 
   test('HTTP/1.1 clients over TLS: the openai SDK and undici', async () => {
     const client = new OpenAI({
