@@ -59,6 +59,15 @@ export function loadTls(tls: Config['tls']): ListenerOptions['tls'] {
 /** RFC 9113 §3.4: every HTTP/2 connection starts with these 24 octets; no HTTP/1.1 request can. */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
+/**
+ * Receive windows. HTTP/2's default, 64 KiB per stream and per connection, lets a client send 64 KiB per round
+ * trip: a 4 MB image in a Bedrock call to a gateway 50 ms away would take 3 s to upload. A body is read as it
+ * arrives (the data plane buffers it itself), so at most these windows wait in memory per stream and connection,
+ * well inside Node's 10 MB `maxSessionMemory`.
+ */
+const STREAM_WINDOW = 1 << 20;
+const SESSION_WINDOW = 4 << 20;
+
 /** How long a new connection may stay silent (or a TLS handshake take) before it is dropped, when the HTTP/1.1
  * server's own `headersTimeout` is unset. */
 const FIRST_BYTES_MS = 60_000;
@@ -93,10 +102,11 @@ export function createListener(handler: RequestHandler, options: ListenerOptions
   const http1 = server.listeners('connection')[0] as (this: Server, socket: Socket) => void;
   server.removeAllListeners('connection');
 
-  const h2 = createHttp2Server({ Http2ServerResponse: Http2Response }, handler as never);
+  const h2 = createHttp2Server({ Http2ServerResponse: Http2Response, settings: { initialWindowSize: STREAM_WINDOW } }, handler as never);
   const sessions = new Set<Http2Session>();
   h2.on('session', (session: Http2Session) => {
     sessions.add(session);
+    session.setLocalWindowSize(SESSION_WINDOW);
     session.once('close', () => sessions.delete(session));
     // An idle session ends like an idle HTTP/1.1 keep-alive connection: GOAWAY, streams still open finish first.
     const idleMs = server.keepAliveTimeout;

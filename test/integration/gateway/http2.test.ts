@@ -1,7 +1,8 @@
 /**
  * HTTP/2 on the gateway port, beside HTTP/1.1: the AWS SDK for Bedrock runtime with its DEFAULT client and handler
  * (`NodeHttp2Handler`, HTTP/2 only) for InvokeModel, InvokeModelWithResponseStream, Converse and ConverseStream,
- * over cleartext (prior knowledge, h2c) and over TLS (ALPN); a refusal audited and answered in Bedrock's error
+ * over cleartext (prior knowledge, h2c) and over TLS (ALPN; the certificate trusted through the default handler's
+ * options, and through NODE_EXTRA_CA_CERTS in a process of its own with no client options at all); a refusal audited and answered in Bedrock's error
  * shape, not retried; a held call released by an approver; a client's RST_STREAM mid-stream and while held; the
  * control plane over HTTP/2; HTTP/1.1 clients (openai SDK, undici, fetch) on the same port; shutdown with HTTP/2
  * sessions open.
@@ -11,6 +12,9 @@ import assert from 'node:assert/strict';
 import { connect as http2Connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect } from 'node:net';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import {
   AccessDeniedException,
   BedrockRuntimeClient,
@@ -28,12 +32,16 @@ import { agentWithKey, ADMIN_TOKEN, Client, describeEachStore, enc, testConfigFo
 import { llmEvent, openai, providersAt, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
 import { selfSignedCert, type TestCert } from '../../helpers/tls-cert.js';
 import { BEDROCK_STREAM_EVENTS, FAKE_USAGE, startFakeProviders } from '../../fakes/fake-providers.js';
+import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js';
 
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 /** Held by the approve policy below: an Anthropic Claude model on invoke, a route that can be held. */
 const HELD_MODEL = 'us.anthropic.claude-3-5-haiku-20241022-v1:0';
 /** Refused by the deny policy below. */
 const DENIED_MODEL = 'us.anthropic.claude-3-haiku-20240307-v1:0';
+
+const execFileAsync = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const messages = [{ role: 'user' as const, content: [{ text: 'hi' }] }];
 
@@ -226,12 +234,17 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     key,
     h2connect: () => http2Connect(w.replica.url),
   });
+  let mcp: McpUpstream;
   before(async () => {
-    w = await startGatewayWorld(store());
+    mcp = await startMcpUpstream();
+    w = await startGatewayWorld(store(), { mcpServers: [{ name: 'tools', url: mcp.url, headers: {} }] });
     key = await agentWithKey(w.admin, 'eng/h2-bot');
     await addPolicies(w.admin);
   });
-  after(async () => w.close());
+  after(async () => {
+    await w?.close();
+    await mcp?.close();
+  });
 
   describe('the AWS SDK default client (h2c)', () => bedrockWithTheDefaultClient(world));
 
@@ -276,6 +289,37 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
       assert.equal(created.status, 201, created.body);
       const bad = await h2(session, { ':method': 'POST', ':path': '/api/v1/identities', authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"id": 5}');
       assert.equal(bad.status, 400);
+    } finally {
+      session.close();
+    }
+  });
+
+  test('MCP over HTTP/2: a session through /mcp/{server} with a governed tools/call, and the built-in /mcp/reins', async () => {
+    const session = http2Connect(w.replica.url);
+    const post = (path: string, headers: OutgoingHttpHeaders, message: unknown) =>
+      h2(session, { ':method': 'POST', ':path': path, accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...headers }, JSON.stringify(message));
+    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'h2', version: '1' } } };
+    try {
+      const auth = { authorization: `Bearer ${key}` };
+      const init = await post('/mcp/tools', auth, initialize);
+      assert.equal(init.status, 200, init.body);
+      assertNoConnectionHeaders(init.headers);
+      const sid = init.headers['mcp-session-id'];
+      assert.ok(typeof sid === 'string' && sid !== '', 'initialize answers a session id');
+      const inSession = { ...auth, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+      assert.equal((await post('/mcp/tools', inSession, { jsonrpc: '2.0', method: 'notifications/initialized' })).status, 202);
+      const call = await post('/mcp/tools', inSession, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: '/etc/h2' } } });
+      assert.equal(call.status, 200, call.body);
+      assert.match(call.body, /contents of \/etc\/h2/);
+      let audited: any;
+      await waitFor(async () => {
+        audited = (await w.admin.get(`/api/v1/audit-events?type=mcp&identity=${enc('eng/h2-bot')}`)).body.items.find((e: any) => e.data.tool === 'read_file');
+        return audited !== undefined;
+      }, WAIT_MS);
+      assert.ok(audited, 'the tools/call over HTTP/2 is audited');
+      const reins = await post('/mcp/reins', { authorization: `Bearer ${ADMIN_TOKEN}` }, initialize);
+      assert.equal(reins.status, 200, reins.body);
+      assert.match(reins.body, /"serverInfo"/);
     } finally {
       session.close();
     }
@@ -390,6 +434,26 @@ describeEachStore('the gateway port over TLS: HTTP/2 and HTTP/1.1 by ALPN', ({ s
   });
 
   describe('the AWS SDK default client (TLS)', () => bedrockWithTheDefaultClient(world));
+
+  test('the default client with no options at all, trusting the certificate through NODE_EXTRA_CA_CERTS (its own process)', async () => {
+    // NODE_EXTRA_CA_CERTS is read when a process starts: a child process, as a developer's tool would be run.
+    const script = `
+      import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand } from '@aws-sdk/client-bedrock-runtime';
+      const client = new BedrockRuntimeClient({ endpoint: process.env.BEDROCK_ENDPOINT, region: 'us-east-1', token: { token: process.env.BEDROCK_TOKEN }, authSchemePreference: ['httpBearerAuth'] });
+      const messages = [{ role: 'user', content: [{ text: 'hi' }] }];
+      const converse = await client.send(new ConverseCommand({ modelId: '${MODEL}', messages, inferenceConfig: { maxTokens: 92 } }));
+      let stream = '';
+      for await (const e of (await client.send(new ConverseStreamCommand({ modelId: '${MODEL}', messages, inferenceConfig: { maxTokens: 93 } }))).stream) stream += e.contentBlockDelta?.delta?.text ?? '';
+      console.log(JSON.stringify({ converse: converse.output.message.content[0].text, stream, handler: client.config.requestHandler.constructor.name }));
+      client.destroy();`;
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: cert.certFile, BEDROCK_ENDPOINT: `${w.replica.url}/llm/bedrock`, BEDROCK_TOKEN: key },
+      timeout: 2 * WAIT_MS,
+    });
+    assert.deepEqual(JSON.parse(stdout.trim().split('\n').at(-1)!), { converse: 'Hello from Converse', stream: 'Hello from ConverseStream', handler: 'NodeHttp2Handler' });
+    assert.equal((await llmEvent(w.admin, (e) => e.data.maxTokens === 93)).data.end, 'forwarded');
+  });
 
   test('HTTP/1.1 clients over TLS: the openai SDK and undici', async () => {
     const client = new OpenAI({
