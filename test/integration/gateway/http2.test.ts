@@ -274,7 +274,7 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     assert.match(answer, /^HTTP\/1\.1 (200|404|405)/);
   });
 
-  test('the control plane over HTTP/2: a read, and a JSON body parsed', async () => {
+  test('the control plane over HTTP/2: a read, a JSON body parsed, the console and the OpenAPI document', async () => {
     const session = http2Connect(w.replica.url);
     try {
       const me = await h2(session, { ':path': '/api/v1/auth/me', authorization: `Bearer ${ADMIN_TOKEN}` });
@@ -289,6 +289,14 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
       assert.equal(created.status, 201, created.body);
       const bad = await h2(session, { ':method': 'POST', ':path': '/api/v1/identities', authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"id": 5}');
       assert.equal(bad.status, 400);
+      // The console (built or not, `/` answers a page) and the OpenAPI document.
+      const page = await h2(session, { ':path': '/' });
+      assert.equal(page.status, 200);
+      assert.match(String(page.headers['content-type']), /text\/html/);
+      assertNoConnectionHeaders(page.headers);
+      const openapi = await h2(session, { ':path': '/api/v1/openapi.json' });
+      assert.equal(openapi.status, 200);
+      assert.equal(JSON.parse(openapi.body).openapi, '3.1.0');
     } finally {
       session.close();
     }
