@@ -37,6 +37,8 @@ import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js'
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 /** Held by the approve policy below: an Anthropic Claude model on invoke, a route that can be held. */
 const HELD_MODEL = 'us.anthropic.claude-3-5-haiku-20241022-v1:0';
+/** Held too: a streaming OpenAI call, whose held answer starts at once with keep-alive pings. */
+const HELD_OPENAI_MODEL = 'gpt-4o';
 /** Refused by the deny policy below. */
 const DENIED_MODEL = 'us.anthropic.claude-3-haiku-20240307-v1:0';
 
@@ -115,7 +117,7 @@ async function addPolicies(admin: Client): Promise<void> {
     name: 'review-new-haiku',
     kind: 'approve',
     appliesTo: ['llm'],
-    match: `object.llm.model == '${HELD_MODEL}'`,
+    match: `object.llm.model in ['${HELD_MODEL}', '${HELD_OPENAI_MODEL}']`,
     message: 'Claude 3.5 Haiku calls are reviewed this week.',
   });
   assert.equal(held.status, 201, JSON.stringify(held.body));
@@ -370,6 +372,33 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     } finally {
       client.destroy();
     }
+  });
+
+  test('a held streaming call over HTTP/2: headers and pings at once, then the answer in the same stream once released', async () => {
+    const session = http2Connect(w.replica.url);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': '/llm/openai/v1/chat/completions', authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+      const response = once(stream, 'response');
+      stream.end(JSON.stringify({ model: HELD_OPENAI_MODEL, stream: true, max_tokens: 86, messages: [{ role: 'user', content: 'hold this stream' }] }));
+      const [headers] = (await response) as [IncomingHttpHeaders];
+      assert.equal(headers[':status'], 200);
+      assert.equal(headers['x-reins-held'], 'true');
+      assertNoConnectionHeaders(headers);
+      const chunks: string[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c.toString('utf8')));
+      const ended = once(stream, 'end');
+      await waitFor(() => chunks.length > 0, WAIT_MS);
+      assert.match(chunks.join(''), /^:/, 'a keep-alive comment while held');
+      const entry = await pendingEntry(w.admin, 'eng/h2-bot');
+      await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+      await ended;
+      assert.match(chunks.join(''), /data: \[DONE\]/);
+    } finally {
+      session.close();
+    }
+    const event = await llmEvent(w.admin, (e) => e.data.maxTokens === 86);
+    assert.equal(event.data.held?.outcome, 'released');
+    assert.equal(event.data.end, 'forwarded');
   });
 
   test('a held call whose client sends RST_STREAM is not forwarded once released (client_aborted)', async () => {
