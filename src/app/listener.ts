@@ -17,8 +17,8 @@
  * which the data plane and Fastify use like `IncomingMessage`/`ServerResponse`. Two differences matter to it:
  * request headers include the pseudo-headers (`:path`, `:authority`, …; the LLM plane never forwards them), and
  * connection-specific response headers (`connection`, `keep-alive`, `transfer-encoding`, `upgrade`) are illegal
- * (the planes never send hop-by-hop headers). The response class below adds the one member they read that the
- * compatibility response lacks, `destroyed`.
+ * (the planes never send hop-by-hop headers). The response class below makes `destroyed` and `writableFinished`
+ * mean what they mean on HTTP/1.1, RST_STREAM included.
  */
 import { createServer as createHttp1Server, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttp2Server, Http2ServerResponse, type Http2Session } from 'node:http2';

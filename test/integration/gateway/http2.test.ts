@@ -37,6 +37,8 @@ import { startMcpUpstream, type McpUpstream } from '../../fakes/mcp-upstream.js'
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 /** Held by the approve policy below: an Anthropic Claude model on invoke, a route that can be held. */
 const HELD_MODEL = 'us.anthropic.claude-3-5-haiku-20241022-v1:0';
+/** Held too: a streaming OpenAI call, whose held answer starts at once with keep-alive pings. */
+const HELD_OPENAI_MODEL = 'gpt-4o';
 /** Refused by the deny policy below. */
 const DENIED_MODEL = 'us.anthropic.claude-3-haiku-20240307-v1:0';
 
@@ -115,7 +117,7 @@ async function addPolicies(admin: Client): Promise<void> {
     name: 'review-new-haiku',
     kind: 'approve',
     appliesTo: ['llm'],
-    match: `object.llm.model == '${HELD_MODEL}'`,
+    match: `object.llm.model in ['${HELD_MODEL}', '${HELD_OPENAI_MODEL}']`,
     message: 'Claude 3.5 Haiku calls are reviewed this week.',
   });
   assert.equal(held.status, 201, JSON.stringify(held.body));
@@ -274,7 +276,7 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     assert.match(answer, /^HTTP\/1\.1 (200|404|405)/);
   });
 
-  test('the control plane over HTTP/2: a read, and a JSON body parsed', async () => {
+  test('the control plane over HTTP/2: a read, a JSON body parsed, the console and the OpenAPI document', async () => {
     const session = http2Connect(w.replica.url);
     try {
       const me = await h2(session, { ':path': '/api/v1/auth/me', authorization: `Bearer ${ADMIN_TOKEN}` });
@@ -289,6 +291,14 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
       assert.equal(created.status, 201, created.body);
       const bad = await h2(session, { ':method': 'POST', ':path': '/api/v1/identities', authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"id": 5}');
       assert.equal(bad.status, 400);
+      // The console (built or not, `/` answers a page) and the OpenAPI document.
+      const page = await h2(session, { ':path': '/' });
+      assert.equal(page.status, 200);
+      assert.match(String(page.headers['content-type']), /text\/html/);
+      assertNoConnectionHeaders(page.headers);
+      const openapi = await h2(session, { ':path': '/api/v1/openapi.json' });
+      assert.equal(openapi.status, 200);
+      assert.equal(JSON.parse(openapi.body).openapi, '3.1.0');
     } finally {
       session.close();
     }
@@ -362,6 +372,33 @@ describeEachStore('the gateway port over cleartext: HTTP/2 by prior knowledge be
     } finally {
       client.destroy();
     }
+  });
+
+  test('a held streaming call over HTTP/2: headers and pings at once, then the answer in the same stream once released', async () => {
+    const session = http2Connect(w.replica.url);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': '/llm/openai/v1/chat/completions', authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+      const response = once(stream, 'response');
+      stream.end(JSON.stringify({ model: HELD_OPENAI_MODEL, stream: true, max_tokens: 86, messages: [{ role: 'user', content: 'hold this stream' }] }));
+      const [headers] = (await response) as [IncomingHttpHeaders];
+      assert.equal(headers[':status'], 200);
+      assert.equal(headers['x-reins-held'], 'true');
+      assertNoConnectionHeaders(headers);
+      const chunks: string[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c.toString('utf8')));
+      const ended = once(stream, 'end');
+      await waitFor(() => chunks.length > 0, WAIT_MS);
+      assert.match(chunks.join(''), /^:/, 'a keep-alive comment while held');
+      const entry = await pendingEntry(w.admin, 'eng/h2-bot');
+      await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {});
+      await ended;
+      assert.match(chunks.join(''), /data: \[DONE\]/);
+    } finally {
+      session.close();
+    }
+    const event = await llmEvent(w.admin, (e) => e.data.maxTokens === 86);
+    assert.equal(event.data.held?.outcome, 'released');
+    assert.equal(event.data.end, 'forwarded');
   });
 
   test('a held call whose client sends RST_STREAM is not forwarded once released (client_aborted)', async () => {
