@@ -86,7 +86,7 @@ interface DestinationAggregate {
   cls: FindingClass;
   connections: number;
   resolutions: number;
-  /** Behaviors, a LazySet inlined (one object less per destination). */
+  /** Behaviors are a set, nearly always of one value: the first inline ('' for none), a Set (of all of them) once a second arrives. */
   behaviorFirst: string;
   behaviorMore: Set<string> | null;
   /** Connections per address: the first address inline, a Map once there is a second. */
