@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { DOCUMENTED_ROUTES } from '../../../../src/planes/llm/documented-routes.js';
 import { PROVIDERS } from '../../../../src/planes/llm/providers/index.js';
 
-const SAMPLE: Record<string, string> = { modelId: 'anthropic.claude-sonnet-4-5-20250929-v1%3A0', model: 'gpt-4o', responseId: 'resp_123' };
+const SAMPLE: Record<string, string> = {
+  modelId: 'anthropic.claude-sonnet-4-5-20250929-v1%3A0',
+  model: 'gpt-4o',
+  responseId: 'resp_123',
+  deployment: 'gpt-4o-prod',
+  modelAction: 'gemini-2.5-pro:generateContent',
+};
 
 test('every route the OpenAPI document lists for a provider is one its gateway serves', () => {
   for (const [provider, routes] of Object.entries(DOCUMENTED_ROUTES)) {
