@@ -15,6 +15,7 @@ import { EgressGovernance } from '../governance/plane-governance.js';
 import type { GrantLookup } from '../approvals/grants.js';
 import { StoredGrantLookup } from '../approvals/grant-lookup.js';
 import { ExpirySweeper } from '../approvals/expiry-sweeper.js';
+import { AuditMaintenance } from '../audit/retention.js';
 import { WebhookDispatcher } from '../approvals/webhook.js';
 import { HeldCallRegistry } from '../held-calls/registry.js';
 import { HumanReviewCache } from '../held-calls/settings.js';
@@ -184,6 +185,9 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => credentials.stop());
     const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
     stoppers.push(() => audit.close());
+    const auditUpkeep = new AuditMaintenance(db, { retentionDays: config.audit.retentionDays, intervalMs: config.audit.maintenanceSeconds * 1000, onError });
+    auditUpkeep.start();
+    stoppers.push(() => auditUpkeep.stop());
     const sweeper = new ExpirySweeper(db, { intervalMs: config.approvals.expirySweepSeconds * 1000, onError });
     sweeper.start();
     stoppers.push(() => sweeper.stop());

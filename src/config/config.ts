@@ -126,6 +126,17 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    audit: Type.Optional(
+      Type.Object(
+        {
+          // Days an audit event is kept; 0 keeps everything. Whole expired days go (docs/audit.md).
+          retentionDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 36500 })),
+          // How often the replica holding the audit lease creates partitions ahead and applies retention.
+          maintenanceSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 86400 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     approvals: Type.Optional(
       Type.Object(
         {
@@ -241,6 +252,7 @@ export interface Config {
     mcpAllowedOrigins: string[];
     mcpHeldAnswerSeconds: number;
   };
+  audit: { retentionDays: number; maintenanceSeconds: number };
   approvals: {
     expirySweepSeconds: number;
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
@@ -429,6 +441,10 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
       heldKeepAliveSeconds: f.gateway?.heldKeepAliveSeconds ?? 10,
       mcpAllowedOrigins: (f.gateway?.mcpAllowedOrigins ?? []).map((o) => (o === '*' ? o : new URL(o).origin)),
       mcpHeldAnswerSeconds: f.gateway?.mcpHeldAnswerSeconds ?? 45,
+    },
+    audit: {
+      retentionDays: f.audit?.retentionDays ?? 90,
+      maintenanceSeconds: f.audit?.maintenanceSeconds ?? 300,
     },
     approvals: {
       expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15,
