@@ -71,6 +71,12 @@ runtimeGuard:
     assert.deepEqual(load('egress: { port: 8081, deniedNetworks: [] }').egress?.deniedNetworks, []);
   });
 
+  test('audit retention: 90 days by default, 0 keeps everything', () => {
+    assert.deepEqual(load('').audit, { retentionDays: 90, maintenanceSeconds: 300 });
+    assert.equal(load('audit: { retentionDays: 0 }').audit.retentionDays, 0);
+    assert.equal(load('audit: { retentionDays: 365, maintenanceSeconds: 60 }').audit.maintenanceSeconds, 60);
+  });
+
   test('${VAR:-default} supplies a default; an unset ${VAR} names the key', () => {
     assert.equal(load('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE:-fallback}" } }').providers.openai?.apiKey, 'fallback');
     refuses('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE}" } }', 'providers.openai.apiKey');
@@ -94,6 +100,9 @@ runtimeGuard:
     ['a fractional failed-auth limit', 'http: { failedAuthLimit: 2.5 }', 'http.failedAuthLimit'],
     ['a failed-auth window over a day', 'http: { failedAuthWindowSeconds: 86401 }', 'http.failedAuthWindowSeconds'],
     ['an unknown http key', 'http: { failedAuthLimt: 5 }', 'http.failedAuthLimt'],
+    ['a negative retention', 'audit: { retentionDays: -1 }', 'audit.retentionDays'],
+    ['a fractional retention', 'audit: { retentionDays: 1.5 }', 'audit.retentionDays'],
+    ['an unknown audit key', 'audit: { retentionDay: 30 }', 'audit.retentionDay'],
     ['not a mapping', '- a\n- b', '(root)'],
     ['an upstream of no known name without kind', 'providers: { vllm: { baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
     ['an unknown kind', 'providers: { vllm: { kind: llama, baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
