@@ -17,6 +17,7 @@ import { StoredGrantLookup } from '../approvals/grant-lookup.js';
 import { ExpirySweeper } from '../approvals/expiry-sweeper.js';
 import { AuditMaintenance } from '../audit/retention.js';
 import { AuditOtlpExporter } from '../audit/otlp-export.js';
+import { REINS_VERSION } from '../version.js';
 import { WebhookDispatcher } from '../approvals/webhook.js';
 import { HeldCallRegistry } from '../held-calls/registry.js';
 import { HumanReviewCache } from '../held-calls/settings.js';
@@ -192,7 +193,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     const metricsRegistry = createMetrics();
     if (config.audit.otlp) {
       const otlp = config.audit.otlp;
-      const exporter = new AuditOtlpExporter(db, { url: otlp.logsUrl, batchSize: otlp.batchSize, intervalMs: otlp.intervalSeconds * 1000, serviceName: config.tracing?.serviceName ?? 'reins', onError });
+      const exporter = new AuditOtlpExporter(db, { url: otlp.logsUrl, batchSize: otlp.batchSize, intervalMs: otlp.intervalSeconds * 1000, serviceName: config.tracing?.serviceName ?? 'reins', serviceVersion: REINS_VERSION, onError });
       registerAuditExportMetrics(metricsRegistry, () => exporter.lag);
       exporter.start();
       stoppers.push(() => exporter.stop());

@@ -18,7 +18,6 @@ import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor, ty
 import type { AnyValueMap } from '@opentelemetry/api-logs';
 import type { Db } from '../store/db.js';
 import { Lease } from '../store/lease.js';
-import { REINS_VERSION } from '../version.js';
 
 const CURSOR = 'otlp';
 
@@ -30,6 +29,8 @@ export interface AuditOtlpOptions {
   /** How long a missing id is waited for (default 10 s). */
   gapWaitMs?: number;
   serviceName?: string;
+  /** Reins' version, for the resource and the instrumentation scope. */
+  serviceVersion?: string;
   /** Per export request (the SDK's own retries of 429/503 happen inside it). */
   timeoutMs?: number;
   onError?: (err: Error) => void;
@@ -69,7 +70,7 @@ export class AuditOtlpExporter {
     // The SDK builds the records (resource, scope, timestamps); they are collected here and sent by this class, so
     // that the cursor moves only once the Collector took them.
     this.provider = new LoggerProvider({
-      resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'reins', 'service.version': REINS_VERSION }),
+      resource: resourceFromAttributes({ 'service.name': options.serviceName ?? 'reins', 'service.version': options.serviceVersion ?? 'unknown' }),
       processors: [new SimpleLogRecordProcessor({ exporter: this.collector })],
     });
   }
@@ -143,7 +144,7 @@ export class AuditOtlpExporter {
       expected = BigInt(row.id) + 1n;
     }
     if (batch.length === 0) return 0;
-    const logger = this.provider.getLogger('reins.audit', REINS_VERSION);
+    const logger = this.provider.getLogger('reins.audit', this.options.serviceVersion);
     this.collector.reset();
     for (const row of batch) logger.emit(toLogRecord(row));
     const records: ReadableLogRecord[] = this.collector.getFinishedLogRecords().slice();
