@@ -27,6 +27,9 @@ commands:
   identity list                                  list identities with their tiers
   token create <identity-id> [--name NAME]       mint a personal access token or agent key [--expires-at ISO-8601]
   tier set <agent-id> <T1|T2|T3|T4|"">           set an agent's autonomy tier ("" clears it: the agent resolves to T2)
+  audit export --since T [--until T] [--type TYPE]
+                                                 audit events as JSON lines (the API's shape, newest first) on stdout,
+                                                 streamed; T is ISO 8601 or Unix seconds, --until exclusive
   migrate                                        apply the store's pending migrations and exit (a Kubernetes Job before
                                                  a rolling update; replicas also apply them at start unless REINS_MIGRATE=off)
 
@@ -82,6 +85,36 @@ async function withStore<T>(fn: (db: Db) => Promise<T>): Promise<T> {
   }
 }
 
+/** An ISO 8601 date-time or Unix seconds, as the API takes them. */
+function parseWhen(raw: string | undefined, option: string): Date | undefined {
+  if (raw === undefined) return undefined;
+  const d = /^\d+$/.test(raw) ? new Date(Number(raw) * 1000) : new Date(raw);
+  if (raw === '' || Number.isNaN(d.getTime())) throw new UsageError(`${option} must be an ISO 8601 date-time or Unix seconds`);
+  return d;
+}
+
+function exportFilter(sinceRaw: string | undefined, untilRaw: string | undefined, type: string | undefined): { since: Date; until?: Date; type?: string } {
+  const since = parseWhen(sinceRaw, '--since');
+  if (!since) throw new UsageError('audit export needs --since (ISO 8601 or Unix seconds)');
+  const until = parseWhen(untilRaw, '--until');
+  if (until && until.getTime() <= since.getTime()) throw new UsageError('--until must be after --since');
+  if (type !== undefined && (type === '' || type.length > 40)) throw new UsageError('--type must be 1 to 40 characters (llm, mcp, egress, control)');
+  return { since, ...(until ? { until } : {}), ...(type ? { type } : {}) };
+}
+
+/** Resolves once stdout took the chunk: a slow reader (a pipe to gzip, a network copy) slows the export, not memory. */
+function writeStdout(chunk: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    process.stdout.once('error', onError);
+    process.stdout.write(chunk, (err) => {
+      process.stdout.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}
+
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
 }
@@ -98,6 +131,9 @@ export async function runCli(argv: string[]): Promise<void> {
       'display-name': { type: 'string' },
       name: { type: 'string' },
       'expires-at': { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      type: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -160,6 +196,15 @@ export async function runCli(argv: string[]): Promise<void> {
         const minted = await withStore((db) => mintToken(db, SYSTEM_CLI, { identityId, name, ...(expiresAt ? { expiresAt: new Date(expiresAt) } : {}) }));
         print(minted.token);
       }
+      return;
+    }
+    case 'audit export': {
+      const filter = exportFilter(values.since, values.until, values.type);
+      const lines = await import('./audit/export-lines.js');
+      const written = api
+        ? await lines.exportAuditLines(lines.apiPages(url!, token!, filter), writeStdout)
+        : await withStore((db) => lines.exportAuditLines(lines.storePages(db, filter), writeStdout));
+      process.stderr.write(`reins: exported ${written} audit events\n`);
       return;
     }
     case 'tier set': {

@@ -166,6 +166,18 @@ class FastHistogram extends FastMetric<HistogramSeries> {
 
 const SEP = '\u0000';
 
+/** The OTLP audit exporter's backlog: events written and not yet accepted by the Collector (docs/audit.md). */
+export function registerAuditExportMetrics(registry: Registry, lag: () => number): void {
+  new Gauge({
+    name: 'reins_audit_export_lag_events',
+    help: 'Audit events written but not yet exported over OTLP (ids after the outbox cursor)',
+    registers: [registry],
+    collect() {
+      this.set(lag());
+    },
+  });
+}
+
 /** Governed calls by provider, outcome and refusal reason, latency, tokens, cost, held calls, and the audit writer's backlog. */
 export function registerGatewayMetrics(registry: Registry, auditPending: () => number): GatewayMetrics {
   const calls = new FastCounter('reins_gateway_requests_total', 'Governed gateway calls by provider, outcome (ok, refused, error) and refusal reason', ['provider', 'outcome', 'reason'], registry);

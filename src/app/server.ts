@@ -15,6 +15,9 @@ import { EgressGovernance } from '../governance/plane-governance.js';
 import type { GrantLookup } from '../approvals/grants.js';
 import { StoredGrantLookup } from '../approvals/grant-lookup.js';
 import { ExpirySweeper } from '../approvals/expiry-sweeper.js';
+import { AuditMaintenance } from '../audit/retention.js';
+import { AuditOtlpExporter } from '../audit/otlp-export.js';
+import { REINS_VERSION } from '../version.js';
 import { WebhookDispatcher } from '../approvals/webhook.js';
 import { HeldCallRegistry } from '../held-calls/registry.js';
 import { HumanReviewCache } from '../held-calls/settings.js';
@@ -22,7 +25,7 @@ import { createPriceTable, DEFAULT_PRICES } from '../budgets/prices.js';
 import { GEMINI_PRICES, upstreamPriceTables } from '../budgets/upstream-prices.js';
 import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, registerAuditExportMetrics } from './metrics.js';
 import { loadTls } from './listener.js';
 import { startTracing } from './tracing.js';
 import { bootstrapAdmin } from '../identity/bootstrap.js';
@@ -184,6 +187,17 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     stoppers.push(() => credentials.stop());
     const audit = new AuditWriter(db, { maxQueue: config.gateway.auditQueue, onError });
     stoppers.push(() => audit.close());
+    const auditUpkeep = new AuditMaintenance(db, { retentionDays: config.audit.retentionDays, intervalMs: config.audit.maintenanceSeconds * 1000, onError });
+    auditUpkeep.start();
+    stoppers.push(() => auditUpkeep.stop());
+    const metricsRegistry = createMetrics();
+    if (config.audit.otlp) {
+      const otlp = config.audit.otlp;
+      const exporter = new AuditOtlpExporter(db, { url: otlp.logsUrl, batchSize: otlp.batchSize, intervalMs: otlp.intervalSeconds * 1000, serviceName: config.tracing?.serviceName ?? 'reins', serviceVersion: REINS_VERSION, onError });
+      registerAuditExportMetrics(metricsRegistry, () => exporter.lag);
+      exporter.start();
+      stoppers.push(() => exporter.stop());
+    }
     const sweeper = new ExpirySweeper(db, { intervalMs: config.approvals.expirySweepSeconds * 1000, onError });
     sweeper.start();
     stoppers.push(() => sweeper.stop());
@@ -202,7 +216,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
 
     const gateway: GatewayRuntime = { policies, rules, credentials, audit, prices, upstreamPrices: pricesByUpstream, grants: options.grants ?? new StoredGrantLookup(db), held, review, tracer: tracing?.tracer ?? null };
     const lifecycle = { draining: false };
-    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: createMetrics(), logger, gateway, runtimeGuard, tls, lifecycle });
+    const { app, plane, throttle } = await buildApp({ config, db, tiers, registry: metricsRegistry, logger, gateway, runtimeGuard, tls, lifecycle });
     // Requests in flight on every plane (the gateway's bypass Fastify's routing), for the hand-over of parked calls.
     let inFlight = 0;
     app.server.on('request', (_req, res) => {

@@ -61,7 +61,11 @@ export function decodeCursor(cursor: string): string | null {
   return m ? m[1]! : null;
 }
 
-export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<AuditEventPage> {
+/**
+ * The list query's SQL and parameters. `since`/`until` are plain comparisons on `at`, the partition key, so the
+ * planner reads only the day partitions of the window (tested with EXPLAIN in test/integration/audit/retention.test.ts).
+ */
+export function auditListSql(query: AuditQuery): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (clause: (n: string) => string, value: unknown) => {
@@ -81,6 +85,11 @@ export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<
   const sql = `SELECT id::text AS id, at, type, action, outcome, actor_kind, actor_id, subject, host, data
      FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
      ORDER BY audit_events.id DESC LIMIT $${params.length}`;
+  return { sql, params };
+}
+
+export async function listAuditEvents(q: Queryable, query: AuditQuery): Promise<AuditEventPage> {
+  const { sql, params } = auditListSql(query);
   const r = await q.query<AuditRow>(sql, params);
   const page = r.rows.slice(0, query.limit);
   const last = page[page.length - 1];

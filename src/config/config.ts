@@ -128,6 +128,36 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    audit: Type.Optional(
+      Type.Object(
+        {
+          // Days an audit event is kept; 0 keeps everything. Whole expired days go (docs/audit.md).
+          retentionDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 36500 })),
+          // How often the replica holding the audit lease creates partitions ahead and applies retention.
+          maintenanceSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 86400 })),
+          // Every audit event as an OpenTelemetry log record over OTLP/HTTP to the organization's Collector (docs/audit.md).
+          export: Type.Optional(
+            Type.Object(
+              {
+                otlp: Type.Optional(
+                  Type.Object(
+                    {
+                      // The Collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: records go to its /v1/logs.
+                      endpoint: Type.Optional(Type.String({ pattern: '^https?://' })),
+                      batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+                      intervalSeconds: Type.Optional(Type.Number({ minimum: 0.05, maximum: 3600 })),
+                    },
+                    { additionalProperties: false },
+                  ),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     approvals: Type.Optional(
       Type.Object(
         {
@@ -243,6 +273,12 @@ export interface Config {
     mcpAllowedOrigins: string[];
     mcpHeldAnswerSeconds: number;
   };
+  audit: {
+    retentionDays: number;
+    maintenanceSeconds: number;
+    /** OTLP log export of every audit event; null: off. */
+    otlp: { logsUrl: string; batchSize: number; intervalSeconds: number } | null;
+  };
   approvals: {
     expirySweepSeconds: number;
     webhook: { url: string; secret: string; intervalSeconds: number; maxAttempts: number } | null;
@@ -294,6 +330,29 @@ export function tracingFromEnv(env: Record<string, string | undefined>): Tracing
     serviceName: env.OTEL_SERVICE_NAME?.trim() || 'reins',
     scheduleDelayMs: delay ? Number(delay) : 5000,
   };
+}
+
+/**
+ * The audit log's OTLP export: `audit.export.otlp.endpoint` (a base URL, records go to its `/v1/logs`), else
+ * OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (the full logs URL, used as is). Neither: off.
+ */
+function auditOtlp(
+  o: { endpoint?: string; batchSize?: number; intervalSeconds?: number } | undefined,
+  env: Record<string, string | undefined>,
+): Config['audit']['otlp'] {
+  const logs = env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT?.trim();
+  let logsUrl: string;
+  if (o?.endpoint) logsUrl = `${o.endpoint.replace(/\/+$/, '')}/v1/logs`;
+  else if (logs) logsUrl = logs;
+  else return null;
+  try {
+    const url = new URL(logsUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    logsUrl = url.href;
+  } catch {
+    throw new ConfigError(o?.endpoint ? 'audit.export.otlp.endpoint' : 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT', `must be an http:// or https:// URL, got "${logsUrl}"`);
+  }
+  return { logsUrl, batchSize: o?.batchSize ?? 1000, intervalSeconds: o?.intervalSeconds ?? 1 };
 }
 
 export class ConfigError extends Error {
@@ -439,6 +498,11 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
         }
       }),
       mcpHeldAnswerSeconds: f.gateway?.mcpHeldAnswerSeconds ?? 45,
+    },
+    audit: {
+      retentionDays: f.audit?.retentionDays ?? 90,
+      maintenanceSeconds: f.audit?.maintenanceSeconds ?? 300,
+      otlp: auditOtlp(f.audit?.export?.otlp, env),
     },
     approvals: {
       expirySweepSeconds: f.approvals?.expirySweepSeconds ?? 15,

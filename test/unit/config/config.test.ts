@@ -71,6 +71,18 @@ runtimeGuard:
     assert.deepEqual(load('egress: { port: 8081, deniedNetworks: [] }').egress?.deniedNetworks, []);
   });
 
+  test('audit retention: 90 days by default, 0 keeps everything', () => {
+    assert.deepEqual(load('').audit, { retentionDays: 90, maintenanceSeconds: 300, otlp: null });
+    assert.equal(load('audit: { retentionDays: 0 }').audit.retentionDays, 0);
+    assert.equal(load('audit: { retentionDays: 365, maintenanceSeconds: 60 }').audit.maintenanceSeconds, 60);
+  });
+
+  test('audit OTLP export: the endpoint is a base URL (/v1/logs added), OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as is', () => {
+    assert.deepEqual(load('audit: { export: { otlp: { endpoint: "http://collector:4318/" } } }').audit.otlp, { logsUrl: 'http://collector:4318/v1/logs', batchSize: 1000, intervalSeconds: 1 });
+    assert.equal(load('', { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'https://c.example/custom/logs' }).audit.otlp?.logsUrl, 'https://c.example/custom/logs');
+    refuses('', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT', { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'nope' });
+  });
+
   test('${VAR:-default} supplies a default; an unset ${VAR} names the key', () => {
     assert.equal(load('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE:-fallback}" } }').providers.openai?.apiKey, 'fallback');
     refuses('providers: { openai: { baseUrl: "https://x.test", apiKey: "${NOPE}" } }', 'providers.openai.apiKey');
@@ -94,6 +106,10 @@ runtimeGuard:
     ['a fractional failed-auth limit', 'http: { failedAuthLimit: 2.5 }', 'http.failedAuthLimit'],
     ['a failed-auth window over a day', 'http: { failedAuthWindowSeconds: 86401 }', 'http.failedAuthWindowSeconds'],
     ['an unknown http key', 'http: { failedAuthLimt: 5 }', 'http.failedAuthLimt'],
+    ['a negative retention', 'audit: { retentionDays: -1 }', 'audit.retentionDays'],
+    ['a fractional retention', 'audit: { retentionDays: 1.5 }', 'audit.retentionDays'],
+    ['an unknown audit key', 'audit: { retentionDay: 30 }', 'audit.retentionDay'],
+    ['an OTLP endpoint that is no URL', 'audit: { export: { otlp: { endpoint: "collector:4318" } } }', 'audit.export.otlp.endpoint'],
     ['not a mapping', '- a\n- b', '(root)'],
     ['an upstream of no known name without kind', 'providers: { vllm: { baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
     ['an unknown kind', 'providers: { vllm: { kind: llama, baseUrl: "http://vllm.ml:8000" } }', 'providers.vllm.kind'],
