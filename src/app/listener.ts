@@ -56,6 +56,9 @@ export function loadTls(tls: Config['tls']): ListenerOptions['tls'] {
   return files;
 }
 
+/** How long an HTTP/2 session may stay idle before the server closes it (see the 'session' handler). */
+const HTTP2_IDLE_MS = 5_000;
+
 /** RFC 9113 §3.4: every HTTP/2 connection starts with these 24 octets; no HTTP/1.1 request can. */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -108,9 +111,10 @@ export function createListener(handler: RequestHandler, options: ListenerOptions
     sessions.add(session);
     session.setLocalWindowSize(SESSION_WINDOW);
     session.once('close', () => sessions.delete(session));
-    // An idle session ends like an idle HTTP/1.1 keep-alive connection: GOAWAY, streams still open finish first.
-    const idleMs = server.keepAliveTimeout;
-    if (idleMs > 0) session.setTimeout(idleMs, () => session.close());
+    // An idle session ends with GOAWAY (streams still open finish first) after HTTP2_IDLE_MS, shorter than HTTP/1.1's
+    // keep-alive: the AWS SDK's HTTP/2 handler keeps its session open after `client.destroy()`, so a tool that made
+    // its calls would wait for the server's GOAWAY before its process could exit.
+    session.setTimeout(HTTP2_IDLE_MS, () => session.close());
   });
   // A session's protocol errors (a client sending garbage after the preface) end that session only; Node destroys it.
   h2.on('sessionError', () => undefined);
