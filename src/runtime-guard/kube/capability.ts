@@ -17,6 +17,8 @@ import { describeKubeError, httpStatusOf, makeApi, unixSeconds } from './client.
 import { RUNTIME_POLICY } from './runtime-policy.js';
 
 export const CAPABILITY_PROBE_INTERVAL_MS = 5 * 60 * 1000;
+/** How soon a probe pass whose access reviews were not all answered is tried again. */
+const UNANSWERED_RETRY_MS = 5_000;
 
 export type Permission = RbacGap;
 
@@ -86,9 +88,15 @@ export class CapabilityProbe {
     const loop = async (): Promise<void> => {
       await this.probe();
       if (this.stop$.signal.aborted) return;
-      this.timer = setTimeout(() => {
-        this.running = loop();
-      }, this.o.intervalMs ?? CAPABILITY_PROBE_INTERVAL_MS);
+      // A pass whose access reviews were not all answered (an API server slow or briefly away) is retried soon:
+      // until then rbacGaps is empty for want of answers, not because nothing is missing.
+      const interval = this.o.intervalMs ?? CAPABILITY_PROBE_INTERVAL_MS;
+      this.timer = setTimeout(
+        () => {
+          this.running = loop();
+        },
+        this.gaps === null ? Math.min(interval, UNANSWERED_RETRY_MS) : interval,
+      );
       this.timer.unref();
     };
     this.running = loop();
