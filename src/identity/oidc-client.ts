@@ -2,8 +2,9 @@
  * The relying party's side of OpenID Connect, through `openid-client` (certified; nothing here checks a token by
  * hand): discovery from `<issuer>/.well-known/openid-configuration`, the authorization URL (code flow, PKCE S256,
  * state, nonce), and the code exchange, where openid-client verifies the state, the `iss` of the response, the ID
- * token's signature against the issuer's JWKS (fetched again when a token names a key it does not hold: rotated
- * keys work), its issuer, audience, expiry and nonce, and PKCE at the provider.
+ * token's signature against the issuer's JWKS (cached; fetched again when a token names a key id the cache lacks and
+ * the cache is a minute old or more, so a provider's rotation to a key it published beforehand works at once), its
+ * issuer, audience, expiry and nonce, and the provider checks PKCE.
  *
  * Discovery runs at the first sign-in, not at start, so a provider that is down does not stop a replica (token
  * sign-in keeps working); a failed discovery is tried again at the next sign-in.
@@ -46,7 +47,9 @@ export class OidcClient {
       const auth = this.config.clientSecret !== undefined ? client.ClientSecretBasic(this.config.clientSecret) : client.None();
       this.discovered = client
         .discovery(new URL(this.config.issuer), this.config.clientId, { redirect_uris: [this.config.redirectUrl], response_types: ['code'] }, auth, {
-          ...(isHttp(this.config.issuer) ? { execute: [client.allowInsecureRequests] } : {}),
+          // enableNonRepudiationChecks: openid-client otherwise trusts an ID token from the token endpoint on the strength
+          // of TLS alone (OIDC Core 3.1.3.7 allows it); Reins verifies its signature against the issuer's JWKS as well.
+          execute: [client.enableNonRepudiationChecks, ...(isHttp(this.config.issuer) ? [client.allowInsecureRequests] : [])],
           timeout: 10,
         })
         .catch((err: unknown) => {
@@ -128,10 +131,20 @@ export class OidcClient {
   }
 }
 
-/** openid-client's error, with the provider's error code when it sent one (`invalid_grant` for a used code). */
+/**
+ * openid-client's error with what its causes say (it wraps oauth4webapi's, which carries a code such as
+ * OAUTH_JWT_CLAIM_COMPARISON_FAILED and the claim, or the provider's `error`): the claim's name, never its values.
+ */
 function describe(err: unknown): string {
-  const e = err as { message?: string; code?: string; error?: string; error_description?: string; cause?: { error?: string; error_description?: string } };
-  const provider = e.error ?? e.cause?.error;
-  const description = e.error_description ?? e.cause?.error_description;
-  return [e.message ?? String(err), provider ? `(${provider}${description ? `: ${description}` : ''})` : ''].filter(Boolean).join(' ');
+  const parts: string[] = [];
+  let e = err as { message?: string; code?: string; error?: string; error_description?: string; claim?: string; cause?: unknown } | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    if (depth === 0 && e.message) parts.push(e.message);
+    else if (e.message && !parts.includes(e.message)) parts.push(`(${e.message})`);
+    if (typeof e.code === 'string' && e.code.startsWith('OAUTH_')) parts.push(`[${e.code}]`);
+    if (typeof e.claim === 'string') parts.push(`(ID token claim "${e.claim}")`);
+    if (typeof e.error === 'string') parts.push(`(${e.error}${e.error_description ? `: ${e.error_description}` : ''})`);
+    e = e.cause as typeof e;
+  }
+  return parts.length > 0 ? parts.join(' ') : String(err);
 }

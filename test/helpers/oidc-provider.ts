@@ -27,8 +27,11 @@ export interface TestProvider {
   setRedirectUri(uri: string): void;
   /** The provider itself, for tests that change its keys. */
   provider: any;
-  /** Signing keys (private JWKs) in use, first one signs. */
-  keys: Record<string, unknown>[];
+  /**
+   * Replaces the provider's keys (private JWKs; the first signs, all are published in its JWKS). The provider is
+   * rebuilt; its stored codes, sessions and grants stay (oidc-provider's memory adapter is per process).
+   */
+  setKeys(keys: Record<string, unknown>[]): void;
   close(): Promise<void>;
 }
 
@@ -39,7 +42,7 @@ export function rsaJwk(kid: string): Record<string, unknown> {
 
 export async function startTestProvider(options: { users?: Record<string, TestUser>; keys?: Record<string, unknown>[] } = {}): Promise<TestProvider> {
   const users = new Map(Object.entries(options.users ?? {}));
-  const keys = options.keys ?? [rsaJwk('key-1')];
+  let keys = options.keys ?? [rsaJwk('key-1')];
   let handler: ((req: any, res: any) => void) | null = null;
   const server: Server = createServer((req, res) => {
     if (handler) handler(req, res);
@@ -101,7 +104,11 @@ export async function startTestProvider(options: { users?: Record<string, TestUs
     get provider() {
       return provider;
     },
-    keys,
+    setKeys(next: Record<string, unknown>[]) {
+      keys = next;
+      provider = build();
+      handler = provider.callback();
+    },
     setRedirectUri(uri: string) {
       redirectUris.splice(0, redirectUris.length, uri);
       provider = build();
