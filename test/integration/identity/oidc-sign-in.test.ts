@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { OidcConfig } from '../../../src/config/config.js';
 import type { Replica } from '../../../src/app/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, describeEachStore, developerWithToken, enc, startTestReplica } from '../../helpers/harness.js';
 import { browse, Jar, startTestProvider, throughProvider, type TestProvider } from '../../helpers/oidc-provider.js';
 
 describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => {
@@ -28,6 +28,9 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
         frank: { email: 'frank@example.com', groups: ['developers'] },
         frank2: { email: 'frank@elsewhere.example', groups: ['developers'] },
         grace: { email: 'grace+test@example.com', groups: ['developers'] },
+        ann: { email: 'ann@example.com', groups: ['reins-admins'] },
+        vic: { email: 'vic@example.com', groups: ['security-auditors'] },
+        dev: { email: 'dev@example.com', groups: ['developers'] },
       },
     });
     oidc = {
@@ -117,6 +120,28 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
     assert.equal(createdEvents[0].data.claim, 'groups');
     const sessions = await events('session.create', 'people/alice');
     assert.equal(sessions[0]?.data.via, 'oidc');
+  });
+
+  test('the authorization table holds for OIDC sessions as for token sessions of the same role (every GET of the API)', async () => {
+    const doc = (await new Client(replica.url).get('/api/v1/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const reads = Object.entries(doc.paths)
+      .filter(([path, item]) => path.startsWith('/api/v1/') && !path.includes('{') && 'get' in item)
+      .map(([path]) => path);
+    assert.ok(reads.length > 15, `${reads.length} read routes`);
+    const tokens = {
+      admin: ADMIN_TOKEN,
+      viewer: await developerWithToken(admin, 'ops/table-viewer', 'viewer'),
+      developer: await developerWithToken(admin, 'eng/table-dev', 'developer'),
+    };
+    for (const [login, role] of [['ann', 'admin'], ['vic', 'viewer'], ['dev', 'developer']] as const) {
+      const { jar, done } = await signIn(login);
+      assert.equal(done.status, 303);
+      for (const path of reads) {
+        const bySession = await admin.get(path, withCookie(jar));
+        const byToken = await admin.with(tokens[role]).get(path);
+        assert.equal(bySession.status, byToken.status, `${role} GET ${path}: session ${bySession.status}, token ${byToken.status}`);
+      }
+    }
   });
 
   test('viewer before developer: a group named for viewers wins over the developers group', async () => {
