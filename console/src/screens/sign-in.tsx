@@ -1,12 +1,25 @@
-/** Sign-in: a personal access token is exchanged for the session cookie (POST /api/v1/auth/session). */
-import { useState, type FormEvent } from 'react';
-import { messageOf, post } from '../api';
+/**
+ * Sign-in: with the identity provider when the deployment has one (a link to /auth/oidc/login, which comes back
+ * with the session cookie), and with a personal access token exchanged for the cookie (POST /api/v1/auth/session).
+ */
+import { useEffect, useState, type FormEvent } from 'react';
+import { get, messageOf, post } from '../api';
 import { ErrorNote, Notice } from '../components/ui';
 
 export function SignIn({ notice, onSignedIn }: { notice?: string | undefined; onSignedIn: () => Promise<void> }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [provider, setProvider] = useState<{ displayName: string; loginUrl: string } | null>(null);
+
+  useEffect(() => {
+    // What this deployment offers; without an answer the token form alone is shown.
+    get<{ oidc: { displayName: string; loginUrl: string } | null }>('/api/v1/auth/sign-in-options')
+      .then((options) => setProvider(options.oidc))
+      .catch(() => setProvider(null));
+  }, []);
+  // Back to the screen the person was on (the server accepts console paths only).
+  const returnTo = `${window.location.pathname}${window.location.search}`;
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -28,6 +41,14 @@ export function SignIn({ notice, onSignedIn }: { notice?: string | undefined; on
       <form className="card sign-in" onSubmit={submit} aria-labelledby="sign-in-title">
         <h1 id="sign-in-title">Sign in to Reins</h1>
         {notice ? <Notice>{notice}</Notice> : null}
+        {provider ? (
+          <>
+            <a className="btn primary" href={`${provider.loginUrl}?returnTo=${encodeURIComponent(returnTo)}`}>
+              Sign in with {provider.displayName}
+            </a>
+            <p className="muted">Or, for break-glass access:</p>
+          </>
+        ) : null}
         <p className="muted">
           Use a personal access token (<code>reins_pat_…</code>). An admin mints one with <code>reins token create &lt;identity&gt;</code> or{' '}
           <code>POST /api/v1/tokens</code>.
