@@ -104,6 +104,9 @@ export async function signInWithProvider(
       return { ok: false, reason, change: null };
     };
 
+    // Two sign-ins of one person at once (two tabs, two replicas) take turns: the first links, the second finds the
+    // link. Then, on a first sign-in, the identity id is locked the same way (two accounts mapping to one id).
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reins:oidc-subject:${issuer}|${subject}`]);
     // The person is their (issuer, subject); the mapped claim only names the identity at the first sign-in.
     const linked = await tx.query<{ identity_id: string }>('SELECT identity_id FROM oidc_links WHERE issuer = $1 AND subject = $2 FOR UPDATE', [issuer, subject]);
     let identityId = linked.rows[0]?.identity_id ?? null;
@@ -114,6 +117,7 @@ export async function signInWithProvider(
     } else {
       if (!mapped.ok) return refuse(mapped.reason, null);
       identityId = mapped.value;
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reins:oidc-identity:${identityId}`]);
       const r = await tx.query<{ kind: IdentityKind; role: Role | null; linked: boolean }>(
         'SELECT kind, role, EXISTS (SELECT 1 FROM oidc_links l WHERE l.identity_id = identities.id) AS linked FROM identities WHERE id = $1 FOR UPDATE',
         [identityId],
@@ -135,9 +139,11 @@ export async function signInWithProvider(
     const cause = { claim: config.groupsClaim, group: match.group, groups };
     if (!existing) {
       const r = await tx.query<{ revision: string }>(
-        `INSERT INTO identities (id, kind, role, display_name) VALUES ($1, 'developer', $2, $3) RETURNING revision::text AS revision`,
+        `INSERT INTO identities (id, kind, role, display_name) VALUES ($1, 'developer', $2, $3) ON CONFLICT (id) DO NOTHING RETURNING revision::text AS revision`,
         [identityId, match.role, displayName],
       );
+      // Created meanwhile through the API (not through a sign-in, which holds the lock): the next sign-in adopts it.
+      if (!r.rows[0]) throw new AppError('conflict', `${identityId} was created meanwhile; sign in again`);
       await recordAudit(tx, { type: 'control', action: 'identity.create', actor: OIDC_ACTOR, subject: identityId, data: { kind: 'developer', role: match.role, via: 'oidc', ...who, ...cause } });
       change = { id: identityId, op: 'upsert', kind: 'developer', tier: null, revision: r.rows[0]!.revision };
     } else if (existing.role !== match.role) {

@@ -31,6 +31,7 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
         ann: { email: 'ann@example.com', groups: ['reins-admins'] },
         vic: { email: 'vic@example.com', groups: ['security-auditors'] },
         dev: { email: 'dev@example.com', groups: ['developers'] },
+        hank: { email: 'hank@example.com', groups: ['developers'] },
       },
     });
     oidc = {
@@ -142,6 +143,15 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
         assert.equal(bySession.status, byToken.status, `${role} GET ${path}: session ${bySession.status}, token ${byToken.status}`);
       }
     }
+  });
+
+  test('two first sign-ins of one person at once make one identity', async () => {
+    const a = await toCallback('hank');
+    const b = await toCallback('hank');
+    const [ra, rb] = await Promise.all([browse(a.jar, a.back.href), browse(b.jar, b.back.href)]);
+    assert.deepEqual([ra.status, rb.status], [303, 303]);
+    const created = (await events('identity.create', 'people/hank')).filter((e) => e.subject === 'people/hank');
+    assert.equal(created.length, 1);
   });
 
   test('viewer before developer: a group named for viewers wins over the developers group', async () => {
