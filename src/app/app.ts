@@ -245,12 +245,14 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
     endHoldings: async (tx, actor, id) => ({ ...(await endApprovalsOf(tx, actor, id)), heldCallsStopped: await stopHeldCallsOf(tx, actor, id) }),
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+    tokenSignIn: deps.config.auth.tokenSignIn,
     throttle,
   });
   registerOidcRoutes(app, {
     db: deps.db,
     oidc: deps.config.auth.oidc,
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+    tokenSignIn: deps.config.auth.tokenSignIn,
     onIdentityChange: (change: IdentityChange) => {
       deps.tiers.apply(change);
       gw.credentials.forgetIdentity(change.id);

@@ -135,6 +135,8 @@ const FileConfig = Type.Object(
               { additionalProperties: false },
             ),
           ),
+          // Console sign-in with a personal access token: everyone (default), admins only (break-glass), or nobody.
+          tokenSignIn: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('admins'), Type.Literal('off')])),
         },
         { additionalProperties: false },
       ),
@@ -273,7 +275,8 @@ export interface Config {
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
   /** Console sign-in through an OpenID provider; null: token sign-in only. */
-  auth: { oidc: OidcConfig | null };
+  /** `tokenSignIn`: who may sign in to the console with a personal access token (the API takes tokens whatever it says). */
+  auth: { oidc: OidcConfig | null; tokenSignIn: 'all' | 'admins' | 'off' };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
   gateway: {
     auditQueue: number;
@@ -445,6 +448,10 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     if ('error' in parsed) throw new ConfigError(`egress.deniedNetworks[${i}]`, parsed.error);
   }
 
+  if (f.auth?.tokenSignIn === 'off' && !f.auth.oidc) {
+    throw new ConfigError('auth.tokenSignIn', '"off" needs auth.oidc: without it nobody could sign in to the console');
+  }
+
   const bootstrap = env.REINS_BOOTSTRAP_ADMIN_TOKEN;
   if (bootstrap !== undefined && bootstrap !== '' && bootstrap.length < 16) {
     throw new ConfigError('REINS_BOOTSTRAP_ADMIN_TOKEN', 'must be at least 16 characters');
@@ -488,7 +495,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     },
     identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },
     sessions: { ttlSeconds: f.sessions?.ttlSeconds ?? 12 * 3600 },
-    auth: { oidc: f.auth?.oidc ? oidcConfig(f.auth.oidc) : null },
+    auth: { oidc: f.auth?.oidc ? oidcConfig(f.auth.oidc) : null, tokenSignIn: f.auth?.tokenSignIn ?? 'all' },
     prices: f.prices ?? {},
     gateway: {
       auditQueue: f.gateway?.auditQueue ?? 20_000,

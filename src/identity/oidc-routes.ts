@@ -49,6 +49,8 @@ export interface OidcRouteDeps {
   /** `auth.oidc`; null: OIDC sign-in is not configured (the routes answer 404). */
   oidc: OidcSettings | null;
   sessionTtlSeconds: number;
+  /** `auth.tokenSignIn`, shown to the console's sign-in page. */
+  tokenSignIn?: 'all' | 'admins' | 'off';
   onIdentityChange: (change: IdentityChange) => void;
 }
 
@@ -105,7 +107,8 @@ export function registerOidcRoutes(fastify: FastifyInstance, deps: OidcRouteDeps
       response: responses(
         {
           200: Type.Object({
-            token: Type.Boolean({ description: 'Personal access token sign-in (POST /api/v1/auth/session)' }),
+            token: Type.Boolean({ description: 'Personal access token sign-in (POST /api/v1/auth/session) is open (auth.tokenSignIn is not off)' }),
+            tokenSignIn: Type.Union([Type.Literal('all'), Type.Literal('admins'), Type.Literal('off')], { description: 'auth.tokenSignIn: who may sign in with a token' }),
             oidc: Type.Union([Type.Object({ displayName: Type.String(), issuer: Type.String(), loginUrl: Type.String() }), Type.Null()]),
           }),
         },
@@ -113,7 +116,8 @@ export function registerOidcRoutes(fastify: FastifyInstance, deps: OidcRouteDeps
       ),
     },
     handler: async () => ({
-      token: true,
+      token: (deps.tokenSignIn ?? 'all') !== 'off',
+      tokenSignIn: deps.tokenSignIn ?? 'all',
       oidc: deps.oidc ? { displayName: deps.oidc.displayName, issuer: deps.oidc.issuer, loginUrl: '/auth/oidc/login' } : null,
     }),
   });

@@ -26,11 +26,20 @@ export interface SignedIn {
  * `source.refused` hears a failed sign-in with its reason (never the secret): the failed-credential throttle counts
  * it and audits it aggregated per address (`auth.failed`), so that failures cannot grow the audit log one by one.
  */
-export async function signIn(db: Db, secret: string, ttlSeconds: number, source: { ip: string; refused?: (reason: string) => void }): Promise<SignedIn> {
+export async function signIn(
+  db: Db,
+  secret: string,
+  ttlSeconds: number,
+  source: { ip: string; refused?: (reason: string) => void; adminsOnly?: boolean },
+): Promise<SignedIn> {
   const credential = await authenticateSecret(db, secret);
   if (!credential || credential.kind !== 'personal' || !credential.identityId || !credential.role) {
     source.refused?.(credential ? 'not a personal access token' : 'unknown, revoked or expired token');
     throw new AppError('unauthenticated', 'sign-in needs a valid personal access token');
+  }
+  // auth.tokenSignIn: admins: the token form is the break-glass way in; everyone else signs in with the provider.
+  if (source.adminsOnly && credential.role !== 'admin') {
+    throw new AppError('forbidden', 'token sign-in is for admins only here (auth.tokenSignIn: admins); sign in with the identity provider');
   }
   const cookieValue = `reins_sess_${randomBytes(32).toString('base64url')}`;
   const csrfToken = randomBytes(24).toString('base64url');

@@ -37,7 +37,7 @@ describe(`console sign-in with an OpenID provider in the browser [${kind}]`, { s
       maxSessionSeconds: 3600,
       displayName: 'Test IdP',
     };
-    replica = await startTestReplica(store, { auth: { oidc } });
+    replica = await startTestReplica(store, { auth: { oidc, tokenSignIn: 'all' } });
     oidc.redirectUrl = `${replica.url}/auth/oidc/callback`;
     idp.setRedirectUri(oidc.redirectUrl);
     browser = await launchBrowser();

@@ -11,11 +11,15 @@ export function SignIn({ notice, onSignedIn }: { notice?: string | undefined; on
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [provider, setProvider] = useState<{ displayName: string; loginUrl: string } | null>(null);
+  const [tokenSignIn, setTokenSignIn] = useState<'all' | 'admins' | 'off'>('all');
 
   useEffect(() => {
     // What this deployment offers; without an answer the token form alone is shown.
-    get<{ oidc: { displayName: string; loginUrl: string } | null }>('/api/v1/auth/sign-in-options')
-      .then((options) => setProvider(options.oidc))
+    get<{ oidc: { displayName: string; loginUrl: string } | null; tokenSignIn?: 'all' | 'admins' | 'off' }>('/api/v1/auth/sign-in-options')
+      .then((options) => {
+        setProvider(options.oidc);
+        setTokenSignIn(options.tokenSignIn ?? 'all');
+      })
       .catch(() => setProvider(null));
   }, []);
   // Back to the screen the person was on (the server accepts console paths only).
@@ -46,29 +50,33 @@ export function SignIn({ notice, onSignedIn }: { notice?: string | undefined; on
             <a className="btn primary" href={`${provider.loginUrl}?returnTo=${encodeURIComponent(returnTo)}`}>
               Sign in with {provider.displayName}
             </a>
-            <p className="muted">Or, for break-glass access:</p>
+            {tokenSignIn === 'off' ? null : <p className="muted">{tokenSignIn === 'admins' ? 'Or, admins only, for break-glass access:' : 'Or with a token:'}</p>}
           </>
         ) : null}
-        <p className="muted">
-          Use a personal access token (<code>reins_pat_…</code>). An admin mints one with <code>reins token create &lt;identity&gt;</code> or{' '}
-          <code>POST /api/v1/tokens</code>.
-        </p>
-        <label className="field">
-          <span>Personal access token</span>
-          <input
-            type="password"
-            name="token"
-            autoComplete="off"
-            spellCheck={false}
-            required
-            value={token}
-            onChange={(e) => setToken(e.target.value)}
-          />
-        </label>
-        <ErrorNote message={error} />
-        <button type="submit" className="btn primary" disabled={busy || token.trim() === ''}>
-          {busy ? 'Signing in…' : 'Sign in'}
-        </button>
+        {tokenSignIn === 'off' ? null : (
+          <>
+            <p className="muted">
+              Use a personal access token (<code>reins_pat_…</code>). An admin mints one with <code>reins token create &lt;identity&gt;</code> or{' '}
+              <code>POST /api/v1/tokens</code>.
+            </p>
+            <label className="field">
+              <span>Personal access token</span>
+              <input
+                type="password"
+                name="token"
+                autoComplete="off"
+                spellCheck={false}
+                required
+                value={token}
+                onChange={(e) => setToken(e.target.value)}
+              />
+            </label>
+            <ErrorNote message={error} />
+            <button type="submit" className="btn primary" disabled={busy || token.trim() === ''}>
+              {busy ? 'Signing in…' : 'Sign in'}
+            </button>
+          </>
+        )}
       </form>
     </main>
   );

@@ -33,7 +33,7 @@ describeEachStore('OIDC ID token checks against a real provider', ({ store }) =>
       maxSessionSeconds: 3600,
       displayName: 'Test IdP',
     };
-    replica = await startTestReplica(store(), { auth: { oidc } });
+    replica = await startTestReplica(store(), { auth: { oidc, tokenSignIn: 'all' } });
     oidc.redirectUrl = `${replica.url}/auth/oidc/callback`;
     idp.setRedirectUri(oidc.redirectUrl);
     admin = new Client(replica.url, ADMIN_TOKEN);

@@ -46,7 +46,7 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
       maxSessionSeconds: 3600,
       displayName: 'Test IdP',
     };
-    replica = await startTestReplica(store(), { auth: { oidc } });
+    replica = await startTestReplica(store(), { auth: { oidc, tokenSignIn: 'admins' } });
     // The callback's URL needs the replica's port (0 until it listens); the replica reads it at the first sign-in.
     oidc.redirectUrl = `${replica.url}/auth/oidc/callback`;
     idp.setRedirectUri(oidc.redirectUrl);
@@ -85,7 +85,17 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
   test('the console learns that OIDC sign-in is offered', async () => {
     const r = await new Client(replica.url).get('/api/v1/auth/sign-in-options');
     assert.equal(r.status, 200);
-    assert.deepEqual(r.body, { token: true, oidc: { displayName: 'Test IdP', issuer: idp.issuer, loginUrl: '/auth/oidc/login' } });
+    assert.deepEqual(r.body, { token: true, tokenSignIn: 'admins', oidc: { displayName: 'Test IdP', issuer: idp.issuer, loginUrl: '/auth/oidc/login' } });
+  });
+
+  test('auth.tokenSignIn: admins keeps token sign-in for break-glass admins only', async () => {
+    const anon = new Client(replica.url);
+    assert.equal((await anon.post('/api/v1/auth/session', { token: ADMIN_TOKEN })).status, 200);
+    const devToken = await developerWithToken(admin, 'eng/token-only', 'developer');
+    const r = await anon.post('/api/v1/auth/session', { token: devToken });
+    assert.equal(r.status, 403);
+    assert.match(r.body.error.message, /auth\.tokenSignIn/);
+    assert.equal((await admin.with(devToken).get('/api/v1/auth/me')).status, 200, 'the token itself still works on the API');
   });
 
   test('a first sign-in creates the identity with the mapped role and a session cookie that works on the API', async () => {

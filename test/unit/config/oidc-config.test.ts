@@ -42,6 +42,8 @@ test("the issue's example loads, with the defaults for what it leaves out", () =
   });
   assert.ok(ownSecrets(c).includes('client-secret-from-env-0123'), 'the client secret is redacted like the other secrets');
   assert.equal(loadConfig(env, '').auth.oidc, null);
+  assert.equal(c.auth.tokenSignIn, 'all');
+  assert.equal(loadConfig(env, `${EXAMPLE}  tokenSignIn: admins\n`).auth.tokenSignIn, 'admins');
 });
 
 test('each bad value names its key', () => {
@@ -57,6 +59,8 @@ test('each bad value names its key', () => {
   rejects('auth:\n  oidc:\n    issuer: "https://login.example.com"\n    clientId: reins\n    redirectUrl: "https://r.example.com/auth/oidc/callback"\n', 'auth.oidc.roles', /at least one group/);
   rejects(base('    issuer: "https://login.example.com"\n    redirectUrl: "https://r.example.com/auth/oidc/callback"\n    maxSessionSeconds: 10\n'), 'auth.oidc.maxSessionSeconds');
   rejects('auth:\n  saml: {}\n', 'auth.saml', /unknown key/);
+  rejects('auth:\n  tokenSignIn: off\n', 'auth.tokenSignIn', /needs auth.oidc/);
+  rejects('auth:\n  tokenSignIn: never\n', 'auth.tokenSignIn');
 });
 
 test('http:// is allowed for a provider on this machine only', () => {
