@@ -257,6 +257,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       deps.tiers.apply(change);
       gw.credentials.forgetIdentity(change.id);
     },
+    onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
   });
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });

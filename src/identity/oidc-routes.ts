@@ -52,6 +52,8 @@ export interface OidcRouteDeps {
   /** `auth.tokenSignIn`, shown to the console's sign-in page. */
   tokenSignIn?: 'all' | 'admins' | 'off';
   onIdentityChange: (change: IdentityChange) => void;
+  /** Tokens this replica revoked (a person the provider no longer lets in): its caches drop them at once. */
+  onTokenRevoked?: (tokenId: string) => void;
 }
 
 function escapeHtml(s: string): string {
@@ -179,7 +181,11 @@ export function registerOidcRoutes(fastify: FastifyInstance, deps: OidcRouteDeps
         if (query.state !== tx.state) throw new AppError('sign_in_failed', "state: does not match this browser's sign-in");
         const raw = request.raw.url ?? '';
         const flow = await client.finish(raw.includes('?') ? raw.slice(raw.indexOf('?')) : '', tx);
-        const signedIn = await signInWithProvider(deps.db, deps.oidc, flow, { ttlSeconds: deps.sessionTtlSeconds, ip: request.ip });
+        const signedIn = await signInWithProvider(deps.db, deps.oidc, flow, {
+          ttlSeconds: deps.sessionTtlSeconds,
+          ip: request.ip,
+          onTokensRevoked: (ids) => ids.forEach((id) => deps.onTokenRevoked?.(id)),
+        });
         if (signedIn.change) deps.onIdentityChange(signedIn.change);
         reply.setCookie(SESSION_COOKIE, signedIn.cookieValue, sessionCookie(request.protocol, signedIn.expiresAt));
         return reply.header('cache-control', 'no-store').redirect(tx.returnTo, 303);

@@ -67,18 +67,20 @@ export interface ProviderSignIn extends SignedIn {
   change: IdentityChange | null;
 }
 
-type Outcome = { ok: true; value: ProviderSignIn } | { ok: false; reason: string; change: null };
+type Outcome = { ok: true; value: ProviderSignIn } | { ok: false; reason: string; revokedTokens: string[] };
 
 /**
  * Signs a person in from the provider's verified answer. Throws `sign_in_refused` (403) with the reason the person
- * sees when the configuration does not let them in; a refusal writes its audit event and ends the console sessions
- * of an identity already linked to that person (the provider no longer lets them in), and creates nothing.
+ * sees when the configuration does not let them in; a refusal writes its audit event, creates nothing, and, for an
+ * identity already linked to that person (the provider no longer lets them in), ends its console sessions and revokes
+ * its personal access tokens (`onTokensRevoked` hears them after the commit, for this replica's caches).
+ * Its role stays as it was.
  */
 export async function signInWithProvider(
   db: Db,
   config: OidcSettings,
   flow: FinishedFlow,
-  options: { ttlSeconds: number; ip: string },
+  options: { ttlSeconds: number; ip: string; onTokensRevoked?: (tokenIds: string[]) => void },
 ): Promise<ProviderSignIn> {
   const { issuer, subject, claims } = flow;
   const groups = groupsOf(claims, config.groupsClaim);
@@ -89,9 +91,19 @@ export async function signInWithProvider(
   const outcome = await db.transaction(async (tx): Promise<Outcome> => {
     const refuse = async (reason: string, identityId: string | null): Promise<Outcome> => {
       let sessionsEnded = 0;
+      const revokedTokens: string[] = [];
       if (identityId) {
-        const ended = await tx.query(`UPDATE console_sessions SET ended_at = now() WHERE identity_id = $1 AND via = 'oidc' AND ended_at IS NULL`, [identityId]);
+        const ended = await tx.query(`UPDATE console_sessions SET ended_at = now() WHERE identity_id = $1 AND ended_at IS NULL`, [identityId]);
         sessionsEnded = ended.rowCount ?? 0;
+        const revoked = await tx.query<{ id: string; name: string }>(
+          `UPDATE tokens SET revoked_at = now(), revoked_by = 'system:oidc' WHERE identity_id = $1 AND kind = 'personal' AND revoked_at IS NULL RETURNING id, name`,
+          [identityId],
+        );
+        for (const t of revoked.rows) {
+          revokedTokens.push(t.id);
+          await recordAudit(tx, { type: 'control', action: 'token.revoke', actor: OIDC_ACTOR, subject: identityId, data: { tokenId: t.id, kind: 'personal', name: t.name, reason: 'the identity provider no longer lets this person in' } });
+          await notify(tx, Channels.token, { id: t.id, op: 'revoke' });
+        }
       }
       await recordAudit(tx, {
         type: 'control',
@@ -99,9 +111,9 @@ export async function signInWithProvider(
         outcome: 'refused',
         actor: OIDC_ACTOR,
         subject: identityId ?? (mapped.ok ? mapped.value : null),
-        data: { via: 'oidc', ...who, groupsClaim: config.groupsClaim, groups, reason, sessionsEnded, ip: options.ip },
+        data: { via: 'oidc', ...who, groupsClaim: config.groupsClaim, groups, reason, sessionsEnded, tokensRevoked: revokedTokens.length, ip: options.ip },
       });
-      return { ok: false, reason, change: null };
+      return { ok: false, reason, revokedTokens };
     };
 
     // Two sign-ins of one person at once (two tabs, two replicas) take turns: the first links, the second finds the
@@ -178,7 +190,10 @@ export async function signInWithProvider(
     await recordAudit(tx, { type: 'control', action: 'session.create', actor, subject: identityId, data: { sessionId: s.id, via: 'oidc', ...who, role: match.role, ip: options.ip } });
     return { ok: true, value: { cookieValue: s.cookieValue, csrfToken: s.csrfToken, identityId, role: match.role, expiresAt, change } };
   });
-  if (!outcome.ok) throw new AppError('sign_in_refused', outcome.reason);
+  if (!outcome.ok) {
+    if (outcome.revokedTokens.length > 0) options.onTokensRevoked?.(outcome.revokedTokens);
+    throw new AppError('sign_in_refused', outcome.reason);
+  }
   return outcome.value;
 }
 

@@ -244,10 +244,19 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
     assert.equal(changes[0].data.group, 'developers');
     assert.deepEqual(changes[0].data.groups, ['developers']);
 
+    // A token alice minted for her tools while she was let in.
+    const csrf = (await admin.get('/api/v1/auth/me', withCookie(second.jar))).body.csrfToken;
+    const minted = await admin.post('/api/v1/tokens', { identityId: 'people/alice', name: 'claude-code' }, withCookie(second.jar, { 'x-csrf-token': csrf }));
+    assert.equal(minted.status, 201, JSON.stringify(minted.body));
+    assert.equal((await admin.with(minted.body.token).get('/api/v1/auth/me')).status, 200);
+
     idp.users.get('alice')!.groups = [];
     const third = await signIn('alice');
     assert.equal(third.done.status, 403);
     assert.equal((await admin.get('/api/v1/auth/me', withCookie(second.jar))).status, 401, 'the provider no longer lets alice in: her console sessions end');
+    assert.equal((await admin.with(minted.body.token).get('/api/v1/auth/me')).status, 401, '... and her personal access tokens stop working');
+    const refused = (await events('session.refused', 'people/alice'))[0];
+    assert.equal(refused.data.tokensRevoked, 1);
     assert.equal((await identity('people/alice')).role, 'developer');
   });
 
