@@ -4,7 +4,7 @@
  * see every screen, viewers with the deciding controls disabled.
  */
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
-import { ApiError, del, get, messageOf, SESSION_ENDED_EVENT, setCsrfToken } from './api';
+import { ApiError, get, messageOf, post, SESSION_ENDED_EVENT, setCsrfToken } from './api';
 import { Link, matchPath, navigate, useLocation } from './router';
 import { isReader, SessionContext } from './session';
 import type { Me } from './types';
@@ -49,13 +49,16 @@ export function App() {
   }, [loadMe]);
 
   const signOut = async () => {
+    let providerLogoutUrl: string | undefined;
     try {
-      await del('/api/v1/auth/session');
+      ({ providerLogoutUrl } = await post<{ providerLogoutUrl?: string }>('/auth/logout'));
     } finally {
       setCsrfToken(null);
       setPhase({ kind: 'signed-out', notice: 'Signed out.' });
       navigate('/', { replace: true });
     }
+    // A session from the identity provider: end the provider's session too (RP-initiated logout).
+    if (providerLogoutUrl) window.location.assign(providerLogoutUrl);
   };
 
   switch (phase.kind) {

@@ -13,6 +13,7 @@ import { registerAuditRoutes } from '../audit/routes.js';
 import { ownSecrets, type Config, type ProviderName } from '../config/config.js';
 import type { IdentityChange } from '../identity/identity-change.js';
 import { registerIdentityRoutes } from '../identity/routes.js';
+import { registerOidcRoutes } from '../identity/oidc-routes.js';
 import type { TierCache } from '../identity/tier-cache.js';
 import type { AuditWriter } from '../audit/audit-writer.js';
 import type { CredentialCache } from '../governance/credential-cache.js';
@@ -244,7 +245,19 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
     onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
     endHoldings: async (tx, actor, id) => ({ ...(await endApprovalsOf(tx, actor, id)), heldCallsStopped: await stopHeldCallsOf(tx, actor, id) }),
     sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+    tokenSignIn: deps.config.auth.tokenSignIn,
     throttle,
+  });
+  registerOidcRoutes(app, {
+    db: deps.db,
+    oidc: deps.config.auth.oidc,
+    sessionTtlSeconds: deps.config.sessions.ttlSeconds,
+    tokenSignIn: deps.config.auth.tokenSignIn,
+    onIdentityChange: (change: IdentityChange) => {
+      deps.tiers.apply(change);
+      gw.credentials.forgetIdentity(change.id);
+    },
+    onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
   });
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });

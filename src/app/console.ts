@@ -18,7 +18,7 @@ export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.m
  * `/.well-known/oauth-protected-resource` must get the JSON 404 (Reins serves no OAuth metadata), not the console's
  * page with 200, which sends it into an OAuth flow.
  */
-const RESERVED = ['/api', '/llm', '/mcp', '/healthz', '/readyz', '/metrics', '/.well-known'];
+const RESERVED = ['/api', '/auth', '/llm', '/mcp', '/healthz', '/readyz', '/metrics', '/.well-known'];
 
 /**
  * Scripts and styles from this origin only (the build emits no inline script), no framing, no plugins.

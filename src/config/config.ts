@@ -98,6 +98,49 @@ const FileConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    auth: Type.Optional(
+      Type.Object(
+        {
+          // OpenID Connect sign-in for the console (identity/oidc-*.ts, docs/sign-in.md).
+          oidc: Type.Optional(
+            Type.Object(
+              {
+                issuer: Type.String({ minLength: 1 }),
+                clientId: Type.String({ minLength: 1 }),
+                clientSecret: Type.Optional(Type.String()),
+                redirectUrl: Type.String({ minLength: 1 }),
+                scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]+$' }), { minItems: 1, maxItems: 50 })),
+                identity: Type.Optional(
+                  Type.Object(
+                    { claim: Type.Optional(Type.String({ minLength: 1 })), namespace: Type.Optional(Type.String({ minLength: 1 })) },
+                    { additionalProperties: false },
+                  ),
+                ),
+                roles: Type.Optional(
+                  Type.Object(
+                    {
+                      admin: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+                      viewer: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+                      developer: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+                    },
+                    { additionalProperties: false },
+                  ),
+                ),
+                groupsClaim: Type.Optional(Type.String({ minLength: 1 })),
+                // The longest an OIDC console session lives: a demotion at the provider takes effect by then at the latest.
+                maxSessionSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 7 * 24 * 3600 })),
+                // The name on the console's button ("Sign in with <displayName>"); default: the issuer's host.
+                displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+          // Console sign-in with a personal access token: everyone (default), admins only (break-glass), or nobody.
+          tokenSignIn: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('admins'), Type.Literal('off')])),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     sessions: Type.Optional(
       Type.Object(
         { ttlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 24 * 3600 })) },
@@ -263,6 +306,9 @@ export interface Config {
   };
   identity: { tierRefreshSeconds: number };
   sessions: { ttlSeconds: number };
+  /** Console sign-in through an OpenID provider; null: token sign-in only. */
+  /** `tokenSignIn`: who may sign in to the console with a personal access token (the API takes tokens whatever it says). */
+  auth: { oidc: OidcConfig | null; tokenSignIn: 'all' | 'admins' | 'off' };
   prices: Record<string, { inputPerMTok: number; outputPerMTok: number; cacheReadPerMTok?: number; cacheWritePerMTok?: number }>;
   gateway: {
     auditQueue: number;
@@ -289,6 +335,24 @@ export interface Config {
   /** OpenTelemetry span export (OTLP/HTTP, JSON) from the standard OTEL_* variables; null: no spans (tracingFromEnv). */
   tracing?: TracingConfig | null;
   shutdown: { delaySeconds: number };
+}
+
+export interface OidcConfig {
+  /** The issuer identifier; discovery reads `<issuer>/.well-known/openid-configuration`. */
+  issuer: string;
+  clientId: string;
+  /** Absent: a public client (PKCE only, `token_endpoint_auth_method: none`). */
+  clientSecret?: string;
+  /** This deployment's `/auth/oidc/callback` as the provider knows it (registered there as a redirect URI). */
+  redirectUrl: string;
+  scopes: string[];
+  /** The claim naming the person and the namespace their identity is created in (`alice@example.com` -> `people/alice`). */
+  identity: { claim: string; namespace: string };
+  /** Groups (values of `groupsClaim`) per role; `"*"` matches anyone the provider signs in. */
+  roles: { admin: string[]; viewer: string[]; developer: string[] };
+  groupsClaim: string;
+  maxSessionSeconds: number;
+  displayName: string;
 }
 
 export interface TracingConfig {
@@ -397,6 +461,12 @@ function firstSchemaError(schema: TSchema, value: unknown): ConfigError | null {
       return new ConfigError(key ? `${key}.${name}` : name, 'unknown key');
     }
     if (e.keyword === 'boolean') continue; // reported by its additionalProperties twin
+    if (e.keyword === 'required') {
+      // Named as the missing key itself (`auth.oidc.issuer: is required`), not as its parent.
+      const params = e.params as { requiredProperties?: string[]; missingProperty?: string };
+      const name = params.requiredProperties?.[0] ?? params.missingProperty;
+      if (name) return new ConfigError(key ? `${key}.${name}` : name, 'is required');
+    }
     return new ConfigError(key || '(root)', e.message);
   }
   return null;
@@ -437,6 +507,10 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
   for (const [i, entry] of (f.egress?.deniedNetworks ?? []).entries()) {
     const parsed = parseNetwork(entry);
     if ('error' in parsed) throw new ConfigError(`egress.deniedNetworks[${i}]`, parsed.error);
+  }
+
+  if (f.auth?.tokenSignIn === 'off' && !f.auth.oidc) {
+    throw new ConfigError('auth.tokenSignIn', '"off" needs auth.oidc: without it nobody could sign in to the console');
   }
 
   const bootstrap = env.REINS_BOOTSTRAP_ADMIN_TOKEN;
@@ -482,6 +556,7 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     },
     identity: { tierRefreshSeconds: f.identity?.tierRefreshSeconds ?? 30 },
     sessions: { ttlSeconds: f.sessions?.ttlSeconds ?? 12 * 3600 },
+    auth: { oidc: f.auth?.oidc ? oidcConfig(f.auth.oidc) : null, tokenSignIn: f.auth?.tokenSignIn ?? 'all' },
     prices: f.prices ?? {},
     gateway: {
       auditQueue: f.gateway?.auditQueue ?? 20_000,
@@ -521,6 +596,58 @@ export function loadConfig(env: Env = process.env, fileText?: string): Config {
     shutdown: { delaySeconds: f.shutdown?.delaySeconds ?? 0 },
   };
   return config;
+}
+
+/** Loopback hosts, where an http:// issuer or redirect URL is allowed (a provider on the same machine, tests). */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** An absolute https:// URL (http:// on loopback only), else a ConfigError naming the key. */
+function secureUrl(raw: string, key: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(key, `must be an absolute https:// URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+    throw new ConfigError(key, `must be an https:// URL (http:// only on localhost/127.0.0.1/[::1]), got "${raw}"`);
+  }
+  if (url.hash !== '') throw new ConfigError(key, 'must not have a #fragment');
+  return url;
+}
+
+/** `auth.oidc`, checked beyond its schema: URLs, the identity namespace, the role map, the callback path. */
+function oidcConfig(o: NonNullable<NonNullable<FileConfig['auth']>['oidc']>): OidcConfig {
+  const issuer = secureUrl(o.issuer, 'auth.oidc.issuer');
+  const redirect = secureUrl(o.redirectUrl, 'auth.oidc.redirectUrl');
+  if (redirect.pathname !== '/auth/oidc/callback' || redirect.search !== '') {
+    throw new ConfigError('auth.oidc.redirectUrl', `must be this deployment's /auth/oidc/callback (no query), got "${o.redirectUrl}"`);
+  }
+  const scopes = o.scopes ?? ['openid', 'email', 'profile', 'groups'];
+  if (!scopes.includes('openid')) throw new ConfigError('auth.oidc.scopes', 'must include "openid"');
+  const namespace = o.identity?.namespace ?? 'people';
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(namespace)) {
+    throw new ConfigError('auth.oidc.identity.namespace', 'must be a namespace of identity ids: lowercase letters, digits and "-", at most 63');
+  }
+  const roles = { admin: o.roles?.admin ?? [], viewer: o.roles?.viewer ?? [], developer: o.roles?.developer ?? [] };
+  if (roles.admin.length + roles.viewer.length + roles.developer.length === 0) {
+    throw new ConfigError('auth.oidc.roles', 'must map at least one group to a role (admin, viewer, developer); "*" is anyone the provider signs in');
+  }
+  return {
+    // The issuer exactly as written: the ID token's `iss` must equal the discovered issuer, which must equal this.
+    issuer: o.issuer,
+    clientId: o.clientId,
+    ...(o.clientSecret !== undefined && o.clientSecret !== '' ? { clientSecret: o.clientSecret } : {}),
+    redirectUrl: redirect.href,
+    scopes,
+    identity: { claim: o.identity?.claim ?? 'email', namespace },
+    roles,
+    groupsClaim: o.groupsClaim ?? 'groups',
+    maxSessionSeconds: o.maxSessionSeconds ?? 12 * 3600,
+    displayName: o.displayName ?? issuer.host,
+  };
 }
 
 /** Each entry with its kind: written, or the name's own for openai, anthropic and bedrock; else a ConfigError naming the field. */
@@ -580,6 +707,7 @@ export function ownSecrets(config: Config): string[] {
       values.push(value.trim(), value.trim().split(/[ \t]+/).slice(1).join(' '));
     }
   }
+  if (config.auth.oidc?.clientSecret) values.push(config.auth.oidc.clientSecret);
   if (config.approvals.webhook) values.push(config.approvals.webhook.secret, ...urlPasswords(config.approvals.webhook.url));
   for (const target of config.runtimeGuard.sensor.metricsTargets) values.push(...urlPasswords(target));
   if (config.store.kind === 'postgres') values.push(...urlPasswords(config.store.url));

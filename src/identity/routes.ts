@@ -50,6 +50,8 @@ export interface IdentityRouteDeps {
   /** Ends what a deleted identity had elsewhere (grants, requests, held calls), in the deletion's transaction. */
   endHoldings?: EndHoldings;
   sessionTtlSeconds: number;
+  /** `auth.tokenSignIn`: who may sign in to the console with a token (default all). */
+  tokenSignIn?: 'all' | 'admins' | 'off';
   /** Counts failed sign-ins per address and answers 429 past the limit. */
   throttle?: CredentialThrottle;
 }
@@ -264,13 +266,14 @@ export function registerIdentityRoutes(fastify: FastifyInstance, deps: IdentityR
       description:
         'Failed sign-ins count toward the failed-credential limit of the client address (http.failedAuthLimit per ' +
         'http.failedAuthWindowSeconds); past it the answer is 429 rate_limited with Retry-After.',
-      response: responses({ 200: SessionInfoSchema }, 400, 401, 415, 429),
+      response: responses({ 200: SessionInfoSchema }, 400, 401, 403, 415, 429),
     },
     handler: async (request, reply) => {
+      if (deps.tokenSignIn === 'off') throw new AppError('forbidden', 'token sign-in is switched off here (auth.tokenSignIn: off); sign in with the identity provider');
       const wait = deps.throttle?.retryAfter(request.ip) ?? null;
       if (wait !== null) throw rateLimited(reply, wait);
       const refused = (reason: string) => deps.throttle?.failed(request.ip, 'sign-in', reason);
-      const s = await signIn(db, request.body.token, deps.sessionTtlSeconds, { ip: request.ip, refused });
+      const s = await signIn(db, request.body.token, deps.sessionTtlSeconds, { ip: request.ip, refused, adminsOnly: deps.tokenSignIn === 'admins' });
       reply.setCookie(SESSION_COOKIE, s.cookieValue, sessionCookie(request.protocol, s.expiresAt));
       return { identityId: s.identityId, role: s.role, csrfToken: s.csrfToken, expiresAt: s.expiresAt.toISOString() };
     },

@@ -26,11 +26,20 @@ export interface SignedIn {
  * `source.refused` hears a failed sign-in with its reason (never the secret): the failed-credential throttle counts
  * it and audits it aggregated per address (`auth.failed`), so that failures cannot grow the audit log one by one.
  */
-export async function signIn(db: Db, secret: string, ttlSeconds: number, source: { ip: string; refused?: (reason: string) => void }): Promise<SignedIn> {
+export async function signIn(
+  db: Db,
+  secret: string,
+  ttlSeconds: number,
+  source: { ip: string; refused?: (reason: string) => void; adminsOnly?: boolean },
+): Promise<SignedIn> {
   const credential = await authenticateSecret(db, secret);
   if (!credential || credential.kind !== 'personal' || !credential.identityId || !credential.role) {
     source.refused?.(credential ? 'not a personal access token' : 'unknown, revoked or expired token');
     throw new AppError('unauthenticated', 'sign-in needs a valid personal access token');
+  }
+  // auth.tokenSignIn: admins: the token form is the break-glass way in; everyone else signs in with the provider.
+  if (source.adminsOnly && credential.role !== 'admin') {
+    throw new AppError('forbidden', 'token sign-in is for admins only here (auth.tokenSignIn: admins); sign in with the identity provider');
   }
   const cookieValue = `reins_sess_${randomBytes(32).toString('base64url')}`;
   const csrfToken = randomBytes(24).toString('base64url');
@@ -53,25 +62,37 @@ export async function signIn(db: Db, secret: string, ttlSeconds: number, source:
   return { cookieValue, csrfToken, identityId: credential.identityId, role: credential.role, expiresAt };
 }
 
+/** A new session's secrets: the cookie value (stored hashed), its CSRF token and id. */
+export function newSessionSecrets(): { cookieValue: string; csrfToken: string; id: string } {
+  return {
+    cookieValue: `reins_sess_${randomBytes(32).toString('base64url')}`,
+    csrfToken: randomBytes(24).toString('base64url'),
+    id: `ses_${randomBytes(12).toString('base64url')}`,
+  };
+}
+
 export interface SessionCredential {
   sessionId: string;
   csrfToken: string;
   identityId: string;
   role: Role;
-  tokenId: string;
-  /** Who minted the token that signed in. */
+  /** The personal access token that signed in; null when the identity provider signed the session in. */
+  tokenId: string | null;
+  /** Who minted the token that signed in (the identity itself for a session signed in through the provider). */
   issuedBy: string | null;
 }
 
 export async function authenticateSession(q: Queryable, cookieValue: string): Promise<SessionCredential | null> {
   if (cookieValue.length < 16 || cookieValue.length > 512) return null;
-  const r = await q.query<{ id: string; csrf_token: string; identity_id: string; role: Role | null; token_id: string; created_by: string | null }>(
-    `SELECT s.id, s.csrf_token, s.identity_id, i.role, s.token_id, t.created_by
+  // A token session lives while its token does; a provider session (no token) until it ends or expires
+  // (its expiry is bounded by auth.oidc.maxSessionSeconds, see oidc-sign-in.ts).
+  const r = await q.query<{ id: string; csrf_token: string; identity_id: string; role: Role | null; token_id: string | null; created_by: string | null }>(
+    `SELECT s.id, s.csrf_token, s.identity_id, i.role, s.token_id, CASE WHEN s.token_id IS NULL THEN s.identity_id ELSE t.created_by END AS created_by
        FROM console_sessions s
        JOIN identities i ON i.id = s.identity_id
-       JOIN tokens t ON t.id = s.token_id
+       LEFT JOIN tokens t ON t.id = s.token_id
       WHERE s.secret_hash = $1 AND s.ended_at IS NULL AND s.expires_at > now()
-        AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+        AND (s.token_id IS NULL OR (t.id IS NOT NULL AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())))`,
     [hashSecret(cookieValue)],
   );
   const row = r.rows[0];

@@ -7,7 +7,8 @@ export type Role = (typeof ROLES)[number];
 
 export type Actor =
   | { kind: 'developer'; identityId: string; role: Role; via: 'token'; tokenId: string; issuedBy?: string | null }
-  | { kind: 'developer'; identityId: string; role: Role; via: 'session'; tokenId: string; sessionId: string; csrfToken: string; issuedBy?: string | null }
+  // tokenId: the personal access token that signed in; null for a session signed in through the identity provider.
+  | { kind: 'developer'; identityId: string; role: Role; via: 'session'; tokenId: string | null; sessionId: string; csrfToken: string; issuedBy?: string | null }
   | { kind: 'agent'; identityId: string; tokenId: string }
   | { kind: 'sensor'; tokenId: string; name: string }
   | { kind: 'system'; name: string };
@@ -37,7 +38,8 @@ export function actorId(actor: Actor): string {
 export const SYSTEM_CLI: Actor = { kind: 'system', name: 'cli' };
 
 /** The credential a decision was made with, for its audit event: the token and who minted it. */
-export function credentialOf(actor: Actor): { tokenId?: string; tokenIssuer?: string | null } {
-  if (actor.kind === 'developer') return { tokenId: actor.tokenId, tokenIssuer: actor.issuedBy ?? null };
+export function credentialOf(actor: Actor): { tokenId?: string; tokenIssuer?: string | null; sessionId?: string } {
+  if (actor.kind === 'developer' && actor.tokenId === null && actor.via === 'session') return { sessionId: actor.sessionId, tokenIssuer: actor.issuedBy ?? null };
+  if (actor.kind === 'developer') return { tokenId: actor.tokenId!, tokenIssuer: actor.issuedBy ?? null };
   return {};
 }

@@ -36,6 +36,9 @@ export type ErrorCode =
   | 'permanent_limit_required'
   | 'requester_as_approver'
   | 'rate_limited'
+  // OpenID Connect sign-in (identity/oidc-*.ts): the flow could not be completed / the provider's answer is not let in.
+  | 'sign_in_failed'
+  | 'sign_in_refused'
   | 'internal_error'
   | 'unavailable';
 
@@ -71,6 +74,8 @@ const STATUS: Record<ErrorCode, number> = {
   permanent_limit_required: 400,
   requester_as_approver: 400,
   rate_limited: 429,
+  sign_in_failed: 400,
+  sign_in_refused: 403,
   internal_error: 500,
   unavailable: 503,
 };

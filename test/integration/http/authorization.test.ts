@@ -27,11 +27,11 @@ interface Row {
   expect: Record<Caller, number>;
 }
 
-/** The control-plane operations of an OpenAPI document: every method of every `/api/v1/...` path. */
+/** The control-plane operations of an OpenAPI document: every method of every `/api/v1/...` and `/auth/...` path. */
 function controlPlaneOperations(doc: { paths: Record<string, Record<string, unknown>> }): string[] {
   const methods = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
   return Object.entries(doc.paths)
-    .filter(([path]) => path.startsWith('/api/v1/'))
+    .filter(([path]) => path.startsWith('/api/v1/') || path.startsWith('/auth/'))
     .flatMap(([path, item]) => Object.keys(item).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`));
 }
 
@@ -218,6 +218,13 @@ describeEachStore('authorization table', ({ store }) => {
     },
     { op: 'DELETE /api/v1/auth/session', expect: everyone(200) },
     { op: 'GET /api/v1/auth/me', expect: anyDeveloper(200) },
+    { op: 'GET /api/v1/auth/sign-in-options', expect: everyone(200) },
+    // OpenID Connect sign-in: not configured on this replica (404 for everyone); configured, with a real provider and
+    // OIDC sessions calling the API like token sessions: test/integration/identity/oidc-sign-in.test.ts.
+    { op: 'GET /auth/oidc/login', expect: everyone(404) },
+    { op: 'GET /auth/oidc/callback', expect: everyone(404) },
+    // A bearer credential has no session to end: the answer only clears the cookie.
+    { op: 'POST /auth/logout', expect: everyone(200) },
 
     // Audit
     { op: 'GET /api/v1/audit-events', expect: readers(200) },
