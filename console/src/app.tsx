@@ -20,6 +20,7 @@ import { AuditLog } from './screens/audit-log';
 import { Notifications } from './screens/notifications';
 import { HumanReviewSettings } from './screens/settings';
 import { Policies } from './screens/policies';
+import { AccessTokens } from './screens/access-tokens';
 
 type Phase = { kind: 'loading' } | { kind: 'signed-out'; notice?: string } | { kind: 'signed-in'; me: Me } | { kind: 'failed'; message: string };
 
@@ -107,6 +108,7 @@ const NAV: { heading: string; items: NavItem[] }[] = [
     heading: 'Account',
     items: [
       { to: '/notifications', label: 'Notifications', prefix: '/notifications' },
+      { to: '/access-tokens', label: 'Access tokens', prefix: '/access-tokens' },
       { to: '/settings/general/human-review', label: 'Settings', prefix: '/settings', readersOnly: true },
     ],
   },
@@ -173,6 +175,7 @@ function Screen({ path, reader }: { path: string; reader: boolean }): ReactNode 
   if (path === '/runtime') return readersOnly(<RuntimeGuard />);
   if ((m = matchPath('/runtime/workloads/:key', path))) return readersOnly(<WorkloadObservations workloadKey={m.key!} />);
   if (path === '/notifications') return <Notifications />;
+  if (path === '/access-tokens') return <AccessTokens />;
   if (path === '/settings' || path.startsWith('/settings/')) return readersOnly(<HumanReviewSettings />);
   return (
     <section>
