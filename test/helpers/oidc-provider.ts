@@ -4,8 +4,8 @@
  * login and consent pages, driven over HTTP like a browser does (`signInThrough`). Not a fake: discovery, JWKS, the
  * code flow, PKCE, ID tokens and UserInfo are the provider's own.
  */
-import { createServer, type Server } from 'node:http';
-import { generateKeyPairSync } from 'node:crypto';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createPrivateKey, generateKeyPairSync, sign as cryptoSign } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { closable } from '../fakes/closable.js';
@@ -32,6 +32,12 @@ export interface TestProvider {
    * rebuilt; its stored codes, sessions and grants stay (oidc-provider's memory adapter is per process).
    */
   setKeys(keys: Record<string, unknown>[]): void;
+  /**
+   * Tampers with the ID token of every token endpoint answer while set (null: off): the provider's own answer is
+   * taken on its way back to Reins and its `id_token` replaced by what `rewrite` returns, as a proxy between Reins
+   * and the token endpoint would. Everything else (discovery, JWKS, code, PKCE, access token) stays the provider's.
+   */
+  tamperIdToken(rewrite: ((idToken: string) => string) | null): void;
   close(): Promise<void>;
 }
 
@@ -44,9 +50,11 @@ export async function startTestProvider(options: { users?: Record<string, TestUs
   const users = new Map(Object.entries(options.users ?? {}));
   let keys = options.keys ?? [rsaJwk('key-1')];
   let handler: ((req: any, res: any) => void) | null = null;
+  let rewriteIdToken: ((idToken: string) => string) | null = null;
   const server: Server = createServer((req, res) => {
-    if (handler) handler(req, res);
-    else res.writeHead(503).end();
+    if (!handler) return void res.writeHead(503).end();
+    if (rewriteIdToken && req.method === 'POST' && new URL(req.url ?? '/', 'http://x').pathname === '/token') interceptIdToken(res, rewriteIdToken);
+    handler(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -109,6 +117,9 @@ export async function startTestProvider(options: { users?: Record<string, TestUs
       provider = build();
       handler = provider.callback();
     },
+    tamperIdToken(rewrite) {
+      rewriteIdToken = rewrite;
+    },
     setRedirectUri(uri: string) {
       redirectUris.splice(0, redirectUris.length, uri);
       provider = build();
@@ -117,6 +128,51 @@ export async function startTestProvider(options: { users?: Record<string, TestUs
     close,
   };
   return result;
+}
+
+/**
+ * Holds back the token endpoint's answer (oidc-provider answers through koa: headers and the JSON body in one
+ * `end`) and sends it with its `id_token` rewritten and its length corrected.
+ */
+function interceptIdToken(res: ServerResponse, rewrite: (idToken: string) => string): void {
+  const chunks: Buffer[] = [];
+  const end = res.end.bind(res);
+  res.write = ((chunk: any, ...rest: any[]) => {
+    if (chunk) chunks.push(Buffer.from(chunk));
+    const cb = rest.find((a) => typeof a === 'function');
+    if (cb) cb();
+    return true;
+  }) as typeof res.write;
+  res.end = ((chunk?: any, ...rest: any[]) => {
+    if (chunk && typeof chunk !== 'function') chunks.push(Buffer.from(chunk));
+    let body = Buffer.concat(chunks).toString('utf8');
+    try {
+      const json = JSON.parse(body) as Record<string, unknown>;
+      if (typeof json.id_token === 'string') body = JSON.stringify({ ...json, id_token: rewrite(json.id_token) });
+    } catch {
+      // not JSON (an error page): passed on unchanged
+    }
+    if (!res.headersSent) res.setHeader('content-length', Buffer.byteLength(body));
+    return end(body);
+  }) as typeof res.end;
+}
+
+/**
+ * Signs `payload` as an RS256 JWS with a private JWK (one of the provider's keys: the token then verifies against
+ * its published JWKS, so only the claims a test changed are wrong).
+ */
+export function signJwt(payload: Record<string, unknown>, jwk: Record<string, unknown>, header: Record<string, unknown> = {}): string {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const input = `${b64({ ...header, alg: 'RS256', kid: jwk.kid })}.${b64(payload)}`;
+  const key = createPrivateKey({ key: jwk as any, format: 'jwk' });
+  return `${input}.${cryptoSign('sha256', Buffer.from(input), key).toString('base64url')}`;
+}
+
+/** The parts of a compact JWS: its header and payload decoded, its signature as sent. */
+export function decodeJwt(jwt: string): { header: Record<string, unknown>; payload: Record<string, unknown>; signature: string } {
+  const [h, p, signature] = jwt.split('.');
+  const parse = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>;
+  return { header: parse(h!), payload: parse(p!), signature: signature! };
 }
 
 /** A cookie jar per origin (a browser's, reduced to what these flows need: names and values). */

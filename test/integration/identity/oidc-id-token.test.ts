@@ -1,15 +1,18 @@
 /**
  * What openid-client verifies for Reins, proven against a real provider (`oidc-provider`): an ID token with another
  * nonce than the flow's, or signed with a key the provider's published JWKS does not hold under its `kid`, is refused;
- * a signing key rotated to one already published works at once. (The library also checks issuer, audience and
- * expiry; a correct provider cannot be made to issue such tokens, so those checks are not driven here.)
+ * a signing key rotated to one already published works at once. A correct provider does not issue an expired ID token,
+ * one for another audience or from another issuer, or one whose signature does not match its claims: for those the
+ * provider's own token endpoint answer is tampered with on its way to Reins (`tamperIdToken`, as a proxy on that hop
+ * would), re-signed with the provider's published key so that only the one claim is wrong; each is refused with no
+ * session, no cookie and no identity.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { OidcConfig } from '../../../src/config/config.js';
 import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica } from '../../helpers/harness.js';
-import { browse, Jar, rsaJwk, startTestProvider, throughProvider, type TestProvider } from '../../helpers/oidc-provider.js';
+import { browse, decodeJwt, Jar, rsaJwk, signJwt, startTestProvider, throughProvider, type TestProvider } from '../../helpers/oidc-provider.js';
 
 describeEachStore('OIDC ID token checks against a real provider', ({ store }) => {
   let idp: TestProvider;
@@ -20,7 +23,14 @@ describeEachStore('OIDC ID token checks against a real provider', ({ store }) =>
   const key2 = rsaJwk('key-2');
 
   before(async () => {
-    idp = await startTestProvider({ users: { alice: { email: 'alice@example.com', groups: ['devs'] } }, keys: [key1, key2] });
+    idp = await startTestProvider({ users: {
+        alice: { email: 'alice@example.com', groups: ['devs'] },
+        // One person per tampered token: none of them may end up with an identity.
+        bob: { email: 'bob@example.com', groups: ['devs'] },
+        carol: { email: 'carol@example.com', groups: ['devs'] },
+        dave: { email: 'dave@example.com', groups: ['devs'] },
+        erin: { email: 'erin@example.com', groups: ['devs'] },
+      }, keys: [key1, key2] });
     oidc = {
       issuer: idp.issuer,
       clientId: idp.clientId,
@@ -43,14 +53,14 @@ describeEachStore('OIDC ID token checks against a real provider', ({ store }) =>
     await idp?.close();
   });
 
-  /** A sign-in as alice; `tamper` may change the authorization URL the browser follows. Returns Reins' answer. */
-  async function signIn(tamper: (authorization: URL) => void = () => {}) {
+  /** A sign-in as `login`; `tamper` may change the authorization URL the browser follows. Returns Reins' answer. */
+  async function signIn(tamper: (authorization: URL) => void = () => {}, login = 'alice') {
     const jar = new Jar();
     const start = await browse(jar, `${replica.url}/auth/oidc/login`);
     assert.equal(start.status, 302);
     const authorization = new URL(start.headers.get('location')!);
     tamper(authorization);
-    const back = await throughProvider(jar, authorization.href, 'alice', oidc.redirectUrl);
+    const back = await throughProvider(jar, authorization.href, login, oidc.redirectUrl);
     return browse(jar, back.href, { accept: 'application/json' });
   }
 
@@ -80,4 +90,75 @@ describeEachStore('OIDC ID token checks against a real provider', ({ store }) =>
     assert.match(body.error.message, /signature/i);
     idp.setKeys([key2]);
   });
+
+  /**
+   * A sign-in whose ID token `rewrite` changes between the provider's token endpoint and Reins. Asserts the refusal
+   * every such token must get: 400 sign_in_failed naming `reason`, no session cookie, no identity, no session.create.
+   */
+  async function refusedWithTamperedToken(login: string, rewrite: (idToken: string) => string, reason: RegExp) {
+    let tampered = 0;
+    idp.tamperIdToken((t) => {
+      tampered++;
+      return rewrite(t);
+    });
+    let r: Response;
+    try {
+      r = await signIn(undefined, login);
+    } finally {
+      idp.tamperIdToken(null);
+    }
+    assert.equal(tampered, 1, 'the token endpoint answered once, with the tampered ID token');
+    assert.equal(r.status, 400);
+    assert.equal(r.headers.getSetCookie().some((c) => c.startsWith('reins_session=') && !/Expires=Thu, 01 Jan 1970/i.test(c)), false, 'no session cookie');
+    const body = (await r.json()) as any;
+    assert.equal(body.error.code, 'sign_in_failed');
+    assert.match(body.error.message, reason);
+    assert.equal((await admin.get(`/api/v1/identities/detail?id=${enc(`people/${login}`)}`)).status, 404, 'no identity from a refused token');
+    const created = (await admin.get(`/api/v1/audit-events?action=session.create&identity=${enc(`people/${login}`)}`)).body.items ?? [];
+    assert.deepEqual(created, [], 'no session');
+  }
+
+  /** The provider's ID token with `change` applied to its claims, signed again with the provider's signing key. */
+  const resigned = (change: (claims: Record<string, unknown>) => void) => (idToken: string) => {
+    const { header, payload } = decodeJwt(idToken);
+    const signing = [key1, key2].find((k) => k.kid === header.kid);
+    assert.ok(signing, `the provider signed with a key of its JWKS (kid ${String(header.kid)})`);
+    change(payload);
+    return signJwt(payload, signing, { typ: header.typ });
+  };
+
+  test('a wrongly-signed ID token (claims changed after the provider signed them) is refused', async () => {
+    // First the same path untampered, so that a refusal below is the signature's doing and not the proxy's.
+    await signsInThroughTheTamperingPath();
+    await refusedWithTamperedToken('bob', (t) => {
+      const { header, payload, signature } = decodeJwt(t);
+      const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+      return `${b64(header)}.${b64({ ...payload, groups: ['reins-admins'], email: 'mallory@example.com' })}.${signature}`;
+    }, /signature verification failed/);
+  });
+
+  test('an expired ID token is refused', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    // Well beyond openid-client's clock tolerance (30 s).
+    await refusedWithTamperedToken('carol', resigned((c) => Object.assign(c, { iat: now - 7200, exp: now - 3600 })), /ID token claim "exp"/);
+  });
+
+  test('an ID token for another audience is refused', async () => {
+    await refusedWithTamperedToken('dave', resigned((c) => Object.assign(c, { aud: 'another-client', azp: 'another-client' })), /ID token claim "aud"/);
+  });
+
+  test('an ID token from another issuer is refused', async () => {
+    await refusedWithTamperedToken('erin', resigned((c) => Object.assign(c, { iss: 'https://login.attacker.example' })), /ID token claim "iss"/);
+  });
+
+  /** The tampering path with a token re-signed unchanged: accepted, so the refusals above are the claims'. */
+  async function signsInThroughTheTamperingPath() {
+    idp.tamperIdToken(resigned(() => {}));
+    try {
+      const r = await signIn();
+      assert.equal(r.status, 303, `an unchanged re-signed token signs in (${r.status})`);
+    } finally {
+      idp.tamperIdToken(null);
+    }
+  }
 });
