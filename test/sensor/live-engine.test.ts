@@ -146,7 +146,7 @@ test('RuntimePolicies: only the families with a monitor policy run, under its na
   cleanup.push(() => sensor.stop());
   await until('dns reports under the policy name', () => reins.reports.some((r) => r.observations.some((o: any) => o.family === 'dns' && o.rule === 'team-dns')));
   await until('a status naming what is not observed', () => reins.statuses.some((s) => /no monitor RuntimePolicy for open, exec: not observed/.test(s.reason) && /reins-observe-exec: mode enforce is not followed/.test(s.reason)));
-  assert.ok(sensor.metrics.eventsDropped['namespace-excluded'] > 0, 'eng connects left out by the network policy');
+  await until('eng connects left out by the network policy', () => sensor.metrics.eventsDropped['namespace-excluded'] > 0);
   assert.ok(!reins.reports.some((r) => r.observations.some((o: any) => o.family === 'network' && o.namespace === 'eng')));
   let calls = readFileSync(ig.calls, 'utf8');
   assert.doesNotMatch(calls, /trace_open|trace_exec/);

@@ -16,11 +16,16 @@ const ADDITIVE = [
   /^CREATE TRIGGER \w+ /i,
 ];
 const ADD_COLUMN = /^ALTER TABLE (\w+) ADD COLUMN (IF NOT EXISTS )?(\w+) ([^;]*?);?$/i;
+/**
+ * Relaxing a column (015: an OIDC console session has no token) is additive too: every row and INSERT the previous
+ * version makes still fits. A row it cannot read (a session without a token) is one it never made; it refuses it.
+ */
+const DROP_NOT_NULL = /^ALTER TABLE \w+ ALTER COLUMN \w+ DROP NOT NULL;?$/i;
 
 /** Why a statement is not additive, or null. */
 function notAdditive(statement: string): string | null {
   const s = statement.replace(/\s+/g, ' ').trim();
-  if (ADDITIVE.some((r) => r.test(s))) return null;
+  if (ADDITIVE.some((r) => r.test(s)) || DROP_NOT_NULL.test(s)) return null;
   const add = ADD_COLUMN.exec(s);
   if (add) {
     const definition = add[4]!;
