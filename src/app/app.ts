@@ -258,6 +258,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
       gw.credentials.forgetIdentity(change.id);
     },
     onTokenRevoked: (tokenId) => gw.credentials.forgetToken(tokenId),
+    onFailedSignIn: (ip, reason) => throttle.failed(ip, 'sign-in', reason),
   });
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });

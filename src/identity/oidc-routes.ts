@@ -54,6 +54,12 @@ export interface OidcRouteDeps {
   onIdentityChange: (change: IdentityChange) => void;
   /** Tokens this replica revoked (a person the provider no longer lets in): its caches drop them at once. */
   onTokenRevoked?: (tokenId: string) => void;
+  /**
+   * Hears a callback that failed (bad or replayed state or code, an ID token that does not verify) with its reason:
+   * the failed-credential throttle counts it per address and audits it as `auth.failed` (plane `sign-in`), as it
+   * does a refused token sign-in. A person refused for their groups is audited apart (`session.refused`).
+   */
+  onFailedSignIn?: (ip: string, reason: string) => void;
 }
 
 function escapeHtml(s: string): string {
@@ -190,6 +196,7 @@ export function registerOidcRoutes(fastify: FastifyInstance, deps: OidcRouteDeps
         reply.setCookie(SESSION_COOKIE, signedIn.cookieValue, sessionCookie(request.protocol, signedIn.expiresAt));
         return reply.header('cache-control', 'no-store').redirect(tx.returnTo, 303);
       } catch (err) {
+        if (err instanceof AppError && err.code === 'sign_in_failed') deps.onFailedSignIn?.(request.ip, `OpenID Connect callback: ${err.message}`);
         return answerFailure(err, request, reply);
       }
     },

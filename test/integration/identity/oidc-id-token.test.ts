@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { OidcConfig } from '../../../src/config/config.js';
 import type { Replica } from '../../../src/app/server.js';
-import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, describeEachStore, enc, startTestReplica, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { browse, decodeJwt, Jar, rsaJwk, signJwt, startTestProvider, throughProvider, type TestProvider } from '../../helpers/oidc-provider.js';
 
 describeEachStore('OIDC ID token checks against a real provider', ({ store }) => {
@@ -116,6 +116,13 @@ describeEachStore('OIDC ID token checks against a real provider', ({ store }) =>
     assert.equal((await admin.get(`/api/v1/identities/detail?id=${enc(`people/${login}`)}`)).status, 404, 'no identity from a refused token');
     const created = (await admin.get(`/api/v1/audit-events?action=session.create&identity=${enc(`people/${login}`)}`)).body.items ?? [];
     assert.deepEqual(created, [], 'no session');
+    // Counted and audited like a refused token sign-in: the failed-credential throttle's `auth.failed` (its first
+    // failure of the address's window is an event of its own; later ones are summed when the window ends).
+    const audited = await waitFor(async () => {
+      const items = (await admin.get('/api/v1/audit-events?action=auth.failed')).body.items ?? [];
+      return items.some((e: any) => e.data.plane === 'sign-in' && /OpenID Connect callback/.test(e.data.reason));
+    }, WAIT_MS);
+    assert.ok(audited >= 0, 'the failed sign-in is audited (auth.failed, plane sign-in)');
   }
 
   /** The provider's ID token with `change` applied to its claims, signed again with the provider's signing key. */

@@ -32,6 +32,7 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
         vic: { email: 'vic@example.com', groups: ['security-auditors'] },
         dev: { email: 'dev@example.com', groups: ['developers'] },
         hank: { email: 'hank@example.com', groups: ['developers'] },
+        ivy: { email: 'ivy@example.com', groups: ['reins-admins'] },
       },
     });
     oidc = {
@@ -276,6 +277,24 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
     const { done } = await signIn('grace');
     assert.equal(done.status, 403);
     assert.match(await done.text(), /does not make a valid identity name/);
+  });
+
+  test('one person across a token and a provider session is one identity: she cannot approve her own request', async () => {
+    const { jar, done } = await signIn('ivy');
+    assert.equal(done.status, 303, await done.text());
+    const me = (await admin.get('/api/v1/auth/me', withCookie(jar))).body;
+    assert.equal(me.id, 'people/ivy');
+    // Her own token for her tools, minted from her provider session.
+    const minted = await admin.post('/api/v1/tokens', { identityId: 'people/ivy', name: 'laptop' }, withCookie(jar, { 'x-csrf-token': me.csrfToken }));
+    assert.equal(minted.status, 201, JSON.stringify(minted.body));
+    const ivy = admin.with(minted.body.token as string);
+    const req = await ivy.post('/api/v1/access-requests', { type: 'model_access', requestedModel: 'gpt-5-pro', justification: 'evaluation' });
+    assert.equal(req.status, 201, JSON.stringify(req.body));
+    // The request was filed with the token; approving it from the provider session is the same person.
+    const approve = await admin.post(`/api/v1/access-requests/${req.body.id}/approve`, {}, withCookie(jar, { 'x-csrf-token': me.csrfToken }));
+    assert.equal(approve.status, 403, JSON.stringify(approve.body));
+    assert.equal(approve.body.error.code, 'self_approval');
+    assert.equal((await admin.get(`/api/v1/access-requests/${req.body.id}`)).body.state, 'pending');
   });
 
   test('returnTo must be a console path', async () => {
