@@ -33,6 +33,8 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
         dev: { email: 'dev@example.com', groups: ['developers'] },
         hank: { email: 'hank@example.com', groups: ['developers'] },
         ivy: { email: 'ivy@example.com', groups: ['reins-admins'] },
+        kim: { email: 'kim@example.com', groups: ['reins-admins'] },
+        leo: { email: 'leo@example.com', groups: ['developers'] },
       },
     });
     oidc = {
@@ -316,5 +318,89 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
     assert.equal(out.body.status, 'signed_out');
     assert.ok(String(out.body.providerLogoutUrl).startsWith(`${idp.issuer}/`), out.body.providerLogoutUrl);
     assert.equal((await admin.get('/api/v1/auth/me', withCookie(jar))).status, 401);
+  });
+
+  /** The session's expiry in the store, and the cookie's, in seconds from now. */
+  async function lifetimes(jar: Jar, done: Response) {
+    const cookie = done.headers.getSetCookie().find((c) => c.startsWith('reins_session='))!;
+    const cookieExpires = /Expires=([^;]+)/i.exec(cookie)?.[1];
+    assert.ok(cookieExpires, cookie);
+    const me = (await admin.get('/api/v1/auth/me', withCookie(jar))).body;
+    const r = await replica.db.query<{ left: number }>(
+      `SELECT EXTRACT(EPOCH FROM expires_at - now())::float8 AS left FROM console_sessions WHERE csrf_token = $1`,
+      [me.csrfToken],
+    );
+    return { store: Number(r.rows[0]!.left), cookie: (Date.parse(cookieExpires) - Date.now()) / 1000, csrfToken: me.csrfToken as string };
+  }
+
+  test('a provider session lives at most auth.oidc.maxSessionSeconds (and never longer than sessions.ttlSeconds), then ends', async () => {
+    // This replica: sessions.ttlSeconds 12 h (the default), auth.oidc.maxSessionSeconds 3600.
+    const { jar, done } = await signIn('kim');
+    assert.equal(done.status, 303, await done.text());
+    const life = await lifetimes(jar, done);
+    // Bounds wide enough for a loaded machine, narrow enough that 12 h (43200) could not pass.
+    assert.ok(life.store > 3600 - 300 && life.store <= 3600, `the session expires in ${life.store} s`);
+    assert.ok(life.cookie > 3600 - 300 && life.cookie <= 3601, `the cookie expires in ${life.cookie} s`);
+    assert.equal((await admin.get('/api/v1/auth/me', withCookie(jar))).body.role, 'admin');
+    // The lifetime passes (the store's clock moved instead of the test waiting an hour): the session ends, whatever the
+    // provider now says; a person removed from reins-admins meanwhile gets their current groups at the next sign-in.
+    await replica.db.query(`UPDATE console_sessions SET expires_at = now() - interval '1 second' WHERE csrf_token = $1`, [life.csrfToken]);
+    const after = await admin.get('/api/v1/auth/me', withCookie(jar));
+    assert.equal(after.status, 401, JSON.stringify(after.body));
+    assert.equal((await admin.get('/api/v1/identities', withCookie(jar))).status, 401);
+  });
+
+  test('the callback may reach another replica (the flow lives in the store); that replica\'s shorter sessions.ttlSeconds bounds the session', async () => {
+    // Another replica on the same store, behind the same callback URL, with sessions of 10 minutes.
+    const other = await startTestReplica(store(), { auth: { oidc: { ...oidc }, tokenSignIn: 'admins' }, sessions: { ttlSeconds: 600 } });
+    try {
+      const { jar, back } = await toCallback('kim');
+      // A load balancer sends the provider's redirect to the other replica; the browser's cookies go with it.
+      const onOther = new URL(`${back.pathname}${back.search}`, other.url);
+      jar.set(other.url, 'reins_oidc', jar.get(replica.url, 'reins_oidc')!);
+      const done = await browse(jar, onOther.href);
+      assert.equal(done.status, 303, await done.text());
+      const cookie = done.headers.getSetCookie().find((c) => c.startsWith('reins_session='))!;
+      const value = /^reins_session=([^;]+)/.exec(cookie)![1]!;
+      const me = await new Client(replica.url).get('/api/v1/auth/me', { headers: { cookie: `reins_session=${value}` } });
+      assert.equal(me.status, 200, 'the session works on every replica');
+      const r = await replica.db.query<{ left: number }>(`SELECT EXTRACT(EPOCH FROM expires_at - now())::float8 AS left FROM console_sessions WHERE csrf_token = $1`, [me.body.csrfToken]);
+      const left = Number(r.rows[0]!.left);
+      assert.ok(left > 600 - 300 && left <= 600, `the session expires in ${left} s`);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('the provider refusing the sign-in (access_denied: cancelled there, or the person is disabled) gets a page and no account', async () => {
+    const jar = new Jar();
+    const start = await browse(jar, `${replica.url}/auth/oidc/login?returnTo=/approvals`);
+    assert.equal(start.status, 302);
+    // At the provider's login page, the person does not sign in: the provider answers the flow with error=access_denied.
+    let url = start.headers.get('location')!;
+    let abort: string | undefined;
+    for (let step = 0; step < 5 && !abort; step++) {
+      const res = await browse(jar, url);
+      const location = res.headers.get('location');
+      if (location) url = new URL(location, url).href;
+      else abort = /href="([^"]*\/abort)"/.exec(await res.text())?.[1];
+    }
+    assert.ok(abort, 'the provider offers to abort the sign-in');
+    let back: URL | null = null;
+    url = new URL(abort, url).href;
+    for (let step = 0; step < 5 && !back; step++) {
+      const res = await browse(jar, url);
+      url = new URL(res.headers.get('location')!, url).href;
+      if (url.startsWith(oidc.redirectUrl)) back = new URL(url);
+    }
+    assert.equal(back?.searchParams.get('error'), 'access_denied', back?.href);
+    const done = await browse(jar, back!.href);
+    assert.equal(done.status, 403);
+    assert.match(done.headers.get('content-type') ?? '', /text\/html/);
+    const page = await done.text();
+    assert.match(page, /refused the sign-in: access_denied/);
+    assert.match(page, /No Reins account or session was created/);
+    assert.equal(done.headers.getSetCookie().some((c) => c.startsWith('reins_session=') && !/Expires=Thu, 01 Jan 1970/i.test(c)), false);
+    assert.equal((await admin.get(`/api/v1/identities/detail?id=${enc('people/leo')}`)).status, 404);
   });
 });
