@@ -251,3 +251,22 @@ export async function throughProvider(jar: Jar, authorizationUrl: string, login:
   }
   throw new Error('the provider never redirected back');
 }
+
+/**
+ * A person's console session through the provider, as a browser gets it: Reins' `/auth/oidc/login`, the provider's
+ * login and consent pages as `login`, Reins' callback. Returns the session cookie's value and the session's CSRF token.
+ */
+export async function signInThroughProvider(reinsUrl: string, login: string): Promise<{ cookie: string; csrfToken: string }> {
+  const jar = new Jar();
+  const start = await browse(jar, `${reinsUrl}/auth/oidc/login`);
+  const authorization = start.headers.get('location');
+  if (start.status !== 302 || !authorization) throw new Error(`Reins did not start the sign-in: ${start.status} ${await start.text()}`);
+  const back = await throughProvider(jar, authorization, login, `${reinsUrl}/auth/oidc/callback`);
+  const done = await browse(jar, back.href, { accept: 'application/json' });
+  const cookie = jar.get(reinsUrl, 'reins_session');
+  if (done.status !== 303 || !cookie) throw new Error(`Reins did not sign ${login} in: ${done.status} ${await done.text()}`);
+  const me = await fetch(`${reinsUrl}/api/v1/auth/me`, { headers: { cookie: `reins_session=${cookie}` } });
+  const body = (await me.json()) as { csrfToken?: string };
+  if (me.status !== 200 || !body.csrfToken) throw new Error(`the session of ${login} does not work: ${me.status} ${JSON.stringify(body)}`);
+  return { cookie, csrfToken: body.csrfToken };
+}

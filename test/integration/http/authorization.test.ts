@@ -6,15 +6,37 @@
  * has no row, so a route added later cannot skip the table. Fixtures (objects to read and decide) are created
  * once, before the table runs; rows run in order and each caller in the order of CALLERS, admin last, so an
  * admin row that changes a fixture (a decision, a deletion) runs after every caller that must be refused it.
+ *
+ * authorization-oidc.test.ts runs this same table with the developer, viewer and admin callers signed in to the
+ * console through a real OpenID provider (cookie and CSRF token of an OIDC session instead of a personal access
+ * token): `REINS_AUTHZ_CALLERS=oidc-sessions`, set by that file before it imports this one.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Replica } from '../../../src/app/server.js';
-import { ADMIN_TOKEN, Client, WAIT_MS, agentWithKey, describeEachStore, developerWithToken, enc, waitFor } from '../../helpers/harness.js';
+import { ADMIN_TOKEN, Client, WAIT_MS, agentWithKey, describeEachStore, developerWithToken, enc, waitFor, type Answer, type RequestOptions } from '../../helpers/harness.js';
 import { openai, startGatewayWorld, type GatewayWorld } from '../../helpers/gateway.js';
+import { signInThroughProvider, startTestProvider, type TestProvider } from '../../helpers/oidc-provider.js';
 
 const CALLERS = ['none', 'unknown', 'agent', 'sensor', 'developer', 'viewer', 'admin'] as const;
 type Caller = (typeof CALLERS)[number];
+/** The callers an OIDC session can be; the others hold no session and are the token table's alone. */
+const PEOPLE = ['developer', 'viewer', 'admin'] as const;
+type Person = (typeof PEOPLE)[number];
+const isPerson = (c: Caller): c is Person => (PEOPLE as readonly string[]).includes(c);
+/** Developer, viewer and admin callers as console sessions signed in through an OpenID provider (see the top). */
+const OIDC_SESSIONS = process.env.REINS_AUTHZ_CALLERS === 'oidc-sessions';
+
+/** A console session as the console uses it: the session cookie on every call, and its CSRF token. */
+class SessionClient extends Client {
+  constructor(baseUrl: string, private readonly cookie: string, private readonly csrfToken: string) {
+    super(baseUrl, null);
+  }
+  override request<T = any>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<Answer<T>> {
+    const headers = { cookie: `reins_session=${this.cookie}`, 'x-csrf-token': this.csrfToken, ...options.headers };
+    return super.request<T>(method, path, body, { ...options, token: null, headers });
+  }
+}
 
 interface Row {
   /** The operation as the OpenAPI document names it: `METHOD /api/v1/...` with `{param}` placeholders. */
@@ -25,6 +47,8 @@ interface Row {
   path?: (caller: Caller) => string | Promise<string>;
   body?: (caller: Caller) => unknown;
   expect: Record<Caller, number>;
+  /** The call ends the caller's console session: with OIDC_SESSIONS, a person makes it from a session of its own. */
+  endsSession?: true;
 }
 
 /** The control-plane operations of an OpenAPI document: every method of every `/api/v1/...` and `/auth/...` path. */
@@ -35,12 +59,19 @@ function controlPlaneOperations(doc: { paths: Record<string, Record<string, unkn
     .flatMap(([path, item]) => Object.keys(item).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`));
 }
 
-describeEachStore('authorization table', ({ store }) => {
+describeEachStore(OIDC_SESSIONS ? 'authorization table, people signed in through an OpenID provider' : 'authorization table', ({ store }) => {
   let w: GatewayWorld;
   let replica: Replica;
   let admin: Client;
   const tokens = {} as Record<Caller, string | null>;
-  const as = (caller: Caller) => admin.with(tokens[caller]);
+  // OIDC_SESSIONS: the people's sessions, and the provider that signs them in (again for a row that ends a session).
+  let idp: TestProvider | null = null;
+  const sessions = {} as Record<Person, Client>;
+  const as = (caller: Caller) => (OIDC_SESSIONS && isPerson(caller) ? sessions[caller] : admin.with(tokens[caller]));
+  const signInPerson = async (caller: Person): Promise<Client> => {
+    const s = await signInThroughProvider(replica.url, caller);
+    return new SessionClient(replica.url, s.cookie, s.csrfToken);
+  };
   let seq = 0;
   const fresh = (prefix: string) => `${prefix}-${++seq}`;
   // Fixtures, created once in `before`.
@@ -57,9 +88,34 @@ describeEachStore('authorization table', ({ store }) => {
   const heldCalls: Promise<unknown>[] = [];
 
   before(async () => {
-    w = await startGatewayWorld(store());
+    if (OIDC_SESSIONS) {
+      idp = await startTestProvider({
+        users: {
+          developer: { email: 'dev@example.com', groups: ['developers'] },
+          viewer: { email: 'viewer@example.com', groups: ['auditors'] },
+          admin: { email: 'admin@example.com', groups: ['admins'] },
+        },
+      });
+    }
+    const oidc = idp && {
+      issuer: idp.issuer,
+      clientId: idp.clientId,
+      clientSecret: idp.clientSecret,
+      redirectUrl: 'http://127.0.0.1:1/auth/oidc/callback', // set below, once the replica listens
+      scopes: ['openid', 'email', 'profile', 'groups'],
+      identity: { claim: 'email', namespace: 'people' },
+      roles: { admin: ['admins'], viewer: ['auditors'], developer: ['developers'] },
+      groupsClaim: 'groups',
+      maxSessionSeconds: 3600,
+      displayName: 'Test IdP',
+    };
+    w = await startGatewayWorld(store(), oidc ? { auth: { oidc, tokenSignIn: 'all' } } : {});
     replica = w.replica;
     admin = new Client(replica.url, ADMIN_TOKEN);
+    if (oidc && idp) {
+      oidc.redirectUrl = `${replica.url}/auth/oidc/callback`;
+      idp.setRedirectUri(oidc.redirectUrl);
+    }
     tokens.none = null;
     tokens.unknown = 'reins_pat_this-token-was-never-minted-000000';
     tokens.admin = ADMIN_TOKEN;
@@ -73,6 +129,13 @@ describeEachStore('authorization table', ({ store }) => {
       assert.equal(r.status, status, JSON.stringify(r.body));
       return r.body;
     };
+    if (OIDC_SESSIONS) {
+      for (const caller of PEOPLE) {
+        sessions[caller] = await signInPerson(caller);
+        // The person's own token (minted from their session), for the rows that sign in with a token.
+        tokens[caller] = (await ok(sessions[caller].post('/api/v1/tokens', { identityId: selfId[caller], name: 'authz' }))).token;
+      }
+    }
     await ok(admin.post('/api/v1/identities', { id: 'eng/target-agent', kind: 'agent' }));
 
     await ok(admin.post('/api/v1/policies', { ...policyBody(), name: 'authz-read' }));
@@ -92,7 +155,7 @@ describeEachStore('authorization table', ({ store }) => {
     otherRequest = (await ok(other.post('/api/v1/access-requests', requestBody()))).id;
     toApprove = (await ok(other.post('/api/v1/access-requests', requestBody()))).id;
     toDeny = (await ok(other.post('/api/v1/access-requests', requestBody()))).id;
-    toVote = (await ok(other.post('/api/v1/access-requests', { ...requestBody(), requiredApprovers: ['eng/dev', 'ops/viewer'] }))).id;
+    toVote = (await ok(other.post('/api/v1/access-requests', { ...requestBody(), requiredApprovers: [selfId.developer, selfId.viewer] }))).id;
     await ok(admin.post(`/api/v1/access-requests/${toVote}/approve`, {}), 200);
     const granted = (await ok(other.post('/api/v1/access-requests', requestBody()))).id;
     otherGrant = (await ok(admin.post(`/api/v1/access-requests/${granted}/approve`, {}), 200)).grant.id;
@@ -127,6 +190,7 @@ describeEachStore('authorization table', ({ store }) => {
   });
   after(async () => {
     await w.close();
+    await idp?.close();
     await Promise.allSettled(heldCalls);
   });
 
@@ -155,9 +219,9 @@ describeEachStore('authorization table', ({ store }) => {
     unknown: 'eng/dev',
     agent: 'eng/bot',
     sensor: 'eng/dev',
-    developer: 'eng/dev',
-    viewer: 'ops/viewer',
-    admin: 'default/admin',
+    developer: OIDC_SESSIONS ? 'people/dev' : 'eng/dev',
+    viewer: OIDC_SESSIONS ? 'people/viewer' : 'ops/viewer',
+    admin: OIDC_SESSIONS ? 'people/admin' : 'default/admin',
   };
   /** The caller's own first notification (callers without a credential get eng/dev's, refused before it is read). */
   const ownNotification = async (caller: Caller) => {
@@ -216,15 +280,16 @@ describeEachStore('authorization table', ({ store }) => {
       body: (c) => ({ token: tokens[c] ?? 'reins_pat_this-token-was-never-minted-000000' }),
       expect: { none: 401, unknown: 401, agent: 401, sensor: 401, developer: 200, viewer: 200, admin: 200 },
     },
-    { op: 'DELETE /api/v1/auth/session', expect: everyone(200) },
+    { op: 'DELETE /api/v1/auth/session', expect: everyone(200), endsSession: true },
     { op: 'GET /api/v1/auth/me', expect: anyDeveloper(200) },
     { op: 'GET /api/v1/auth/sign-in-options', expect: everyone(200) },
-    // OpenID Connect sign-in: not configured on this replica (404 for everyone); configured, with a real provider and
-    // OIDC sessions calling the API like token sessions: test/integration/identity/oidc-sign-in.test.ts.
-    { op: 'GET /auth/oidc/login', expect: everyone(404) },
-    { op: 'GET /auth/oidc/callback', expect: everyone(404) },
+    // OpenID Connect sign-in: public; 404 for everyone where it is not configured. Configured (OIDC_SESSIONS), a
+    // returnTo off the console is 400 and a callback without the browser's flow is 400, whoever calls; the flow
+    // itself: test/integration/identity/oidc-sign-in.test.ts.
+    { op: 'GET /auth/oidc/login', path: () => `/auth/oidc/login?returnTo=${enc('https://evil.example/')}`, expect: everyone(OIDC_SESSIONS ? 400 : 404) },
+    { op: 'GET /auth/oidc/callback', path: () => '/auth/oidc/callback?code=c&state=s', expect: everyone(OIDC_SESSIONS ? 400 : 404) },
     // A bearer credential has no session to end: the answer only clears the cookie.
-    { op: 'POST /auth/logout', expect: everyone(200) },
+    { op: 'POST /auth/logout', expect: everyone(200), endsSession: true },
 
     // Audit
     { op: 'GET /api/v1/audit-events', expect: readers(200) },
@@ -332,10 +397,11 @@ describeEachStore('authorization table', ({ store }) => {
 
   for (const row of rows) {
     const name = row.case ? `${row.op} (${row.case})` : row.op;
-    for (const caller of CALLERS) {
+    for (const caller of OIDC_SESSIONS ? PEOPLE : CALLERS) {
       test(`${name}: ${caller} -> ${row.expect[caller]}`, async () => {
         const path = row.path ? await row.path(caller) : row.op.slice(row.op.indexOf(' ') + 1);
-        const r = await as(caller).request(row.op.slice(0, row.op.indexOf(' ')), path, row.body?.(caller));
+        const client = OIDC_SESSIONS && row.endsSession && isPerson(caller) ? await signInPerson(caller) : as(caller);
+        const r = await client.request(row.op.slice(0, row.op.indexOf(' ')), path, row.body?.(caller));
         assert.equal(r.status, row.expect[caller], JSON.stringify(r.body));
         if (r.status >= 400) {
           assert.equal(typeof r.body.error.code, 'string');
