@@ -1,7 +1,7 @@
 /**
  * "Sign in with <provider>" in Chromium, the real redirect flow: the console's button, the provider's (oidc-provider,
  * test/helpers/oidc-provider.ts) login and consent pages, back to the screen the person started from, signed in with
- * the role their groups give; then sign-out ends the session and goes to the provider's logout page. The console's
+ * the role their groups give; a personal access token minted on the Access tokens screen; then sign-out ends the session and goes to the provider's logout page. The console's
  * own pages must show no page error, console error or CSP violation (the provider's pages are not Reins').
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { Replica } from '../../src/app/server.js';
 import type { OidcConfig } from '../../src/config/config.js';
-import { openTestStore, startTestReplica, type TestStore } from '../helpers/harness.js';
+import { Client, openTestStore, startTestReplica, type TestStore } from '../helpers/harness.js';
 import { startTestProvider, type TestProvider } from '../helpers/oidc-provider.js';
 import { browserStoreKind, ensureConsoleBuilt, launchBrowser, openConsole, screenshot, skipWithoutBrowser } from './browser.js';
 
@@ -63,6 +63,18 @@ describe(`console sign-in with an OpenID provider in the browser [${kind}]`, { s
       assert.match(await page.getByTestId('whoami').innerText(), /people\/alice\s+admin/);
       assert.equal(new URL(page.url()).pathname, '/audit');
       await screenshot(page, 'oidc-signed-in');
+
+      // Her own token for her tools, minted from the session the provider signed in: it is people/alice on the API.
+      await page.getByRole('link', { name: 'Access tokens' }).click();
+      await page.getByLabel('Token name').fill('claude-code');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.getByTestId('new-token').waitFor();
+      const secret = ((await page.getByTestId('new-token-secret').textContent()) ?? '').trim();
+      assert.match(secret, /^reins_pat_/);
+      const asToken = await new Client(replica.url, secret).get('/api/v1/auth/me');
+      assert.equal(asToken.status, 200);
+      assert.equal(asToken.body.id, 'people/alice');
+      await page.getByRole('button', { name: 'I have copied it' }).click();
       const consoleProblems = problems.filter((p) => !p.includes(idp.issuer) && !/fonts\.googleapis|ERR_NAME_NOT_RESOLVED|net::ERR/.test(p));
 
       await page.getByRole('button', { name: 'Sign out' }).click();

@@ -101,6 +101,23 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
     assert.equal((await admin.with(devToken).get('/api/v1/auth/me')).status, 200, 'the token itself still works on the API');
   });
 
+  test('auth.tokenSignIn: off closes token sign-in to everyone, admins included; tokens keep working on the API', async () => {
+    const off = await startTestReplica(store(), { auth: { oidc: { ...oidc }, tokenSignIn: 'off' } });
+    try {
+      const anon = new Client(off.url);
+      const r = await anon.post('/api/v1/auth/session', { token: ADMIN_TOKEN });
+      assert.equal(r.status, 403, JSON.stringify(r.body));
+      assert.match(r.body.error.message, /auth\.tokenSignIn: off/);
+      assert.equal(r.headers.getSetCookie().some((c) => c.startsWith('reins_session=')), false);
+      const options = (await anon.get('/api/v1/auth/sign-in-options')).body;
+      assert.equal(options.token, false);
+      assert.equal(options.tokenSignIn, 'off');
+      assert.equal((await new Client(off.url, ADMIN_TOKEN).get('/api/v1/identities')).status, 200, 'the token itself still works on the API');
+    } finally {
+      await off.close();
+    }
+  });
+
   test('a first sign-in creates the identity with the mapped role and a session cookie that works on the API', async () => {
     const { jar, done } = await signIn('alice');
     assert.equal(done.status, 303, await done.text());
