@@ -40,7 +40,9 @@ export function consoleReturnPath(raw: string | undefined): string {
   } catch {
     throw bad();
   }
-  if (url.host !== 'reins.invalid' || NOT_CONSOLE.some((p) => url.pathname === p || url.pathname.startsWith(`${p}/`))) throw bad();
+  // Dot segments collapse when the URL is parsed: "/.//evil.example" becomes "//evil.example", which a browser reads as
+  // another host. The path is checked as it will be sent.
+  if (url.host !== 'reins.invalid' || url.pathname.startsWith('//') || NOT_CONSOLE.some((p) => url.pathname === p || url.pathname.startsWith(`${p}/`))) throw bad();
   return `${url.pathname}${url.search}`;
 }
 

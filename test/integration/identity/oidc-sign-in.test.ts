@@ -317,7 +317,7 @@ describeEachStore('OIDC sign-in through a real OpenID provider', ({ store }) => 
   });
 
   test('returnTo must be a console path', async () => {
-    for (const bad of ['//evil.example.com/x', 'https://evil.example.com/', '/api/v1/identities', '/\\evil.example.com', 'approvals']) {
+    for (const bad of ['//evil.example.com/x', 'https://evil.example.com/', '/api/v1/identities', '/\\evil.example.com', 'approvals', '/.//evil.example.com/x']) {
       const r = await new Client(replica.url).get(`/auth/oidc/login?returnTo=${enc(bad)}`);
       assert.equal(r.status, 400, bad);
       assert.equal(r.body.error.code, 'invalid_request');

@@ -36,7 +36,8 @@ test('roles: admin, then viewer, then developer; "*" matches anyone', () => {
 test('returnTo is a console path or a 400 naming it', () => {
   assert.equal(consoleReturnPath(undefined), '/');
   assert.equal(consoleReturnPath('/approvals?tab=held'), '/approvals?tab=held');
-  for (const bad of ['//evil.example.com', 'https://evil.example.com/', '/\\evil.example.com', '/api/v1/identities', '/auth/oidc/login', 'approvals', '/a\nb']) {
+  assert.equal(consoleReturnPath('/audit/../approvals'), '/approvals', 'sent as the browser would resolve it');
+  for (const bad of ['//evil.example.com', 'https://evil.example.com/', '/\\evil.example.com', '/api/v1/identities', '/auth/oidc/login', 'approvals', '/a\nb', '/.//evil.example.com', '/a/..//evil.example.com', '/%2e%2e//evil.example.com', '/./api/v1/identities']) {
     assert.throws(() => consoleReturnPath(bad), (e: unknown) => e instanceof AppError && e.code === 'invalid_request' && e.message.startsWith('returnTo'), bad);
   }
 });
