@@ -30,7 +30,9 @@ ARG IG_VERSION=v0.55.1
 # sha256 of ig-linux-<arch>-<version>.tar.gz from the release page; set it for release builds (empty: not checked).
 ARG IG_SHA256=
 ARG TARGETARCH=amd64
-ADD https://github.com/inspektor-gadget/inspektor-gadget/releases/download/${IG_VERSION}/ig-linux-${TARGETARCH}-${IG_VERSION}.tar.gz /tmp/ig.tar.gz
+# Where the tarball comes from: the release on GitHub, or a mirror of it (a build without GitHub, deploy/README.md).
+ARG IG_URL=https://github.com/inspektor-gadget/inspektor-gadget/releases/download/${IG_VERSION}/ig-linux-${TARGETARCH}-${IG_VERSION}.tar.gz
+ADD ${IG_URL} /tmp/ig.tar.gz
 RUN if [ -n "${IG_SHA256}" ]; then echo "${IG_SHA256}  /tmp/ig.tar.gz" | sha256sum -c -; fi \
  && tar -C /usr/local/bin -xzf /tmp/ig.tar.gz ig \
  && chmod 0755 /usr/local/bin/ig \

@@ -17,7 +17,13 @@ async function main(): Promise<void> {
   const replica = await startReplica(config);
   const log = replica.app.log;
   log.info(
-    { store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`, url: replica.url, migrationsApplied: replica.migrationsApplied },
+    {
+      store: config.store.kind === 'postgres' ? 'postgres' : `pglite:${config.store.dataDir}`,
+      url: replica.url,
+      // The egress forward proxy's address (egress.port 0 picks a free port), or null when it is off.
+      egressUrl: replica.egressUrl,
+      migrationsApplied: replica.migrationsApplied,
+    },
     'reins is listening',
   );
   const admins = await replica.db.query(`SELECT 1 FROM identities WHERE role = 'admin' LIMIT 1`);

@@ -9,8 +9,10 @@
  *  - the parked calls' connections are closed at once (A does not wait out its 25 s grace for a reviewer): their
  *    entries stay pending in the shared store, the SDK's own retry (plain calls) or the agent's (the stream)
  *    reaches B through the front and attaches to the same entry, and the release on B answers them there;
+ *  - an egress tunnel open through A's forward proxy is cut when A's listeners close (a tunnel has no end to wait
+ *    for), and its end event is written before A exits;
  *  - A exits 0, and the log holds every decision: each stream's decision and end, each parked call's decision on A
- *    and its retry's on B with its end, the releases, and no entry stopped as orphaned.
+ *    and its retry's on B with its end, the tunnel's decision and end, the releases, and no entry stopped as orphaned.
  * PostgreSQL only: PGlite is embedded in one process, so no second process can share it.
  */
 import assert from 'node:assert/strict';
@@ -124,6 +126,23 @@ function startFront(backends: () => number[]): Promise<{ url: string; connection
 
 const portOf = (url: string) => Number(new URL(url).port);
 
+/** Reads from a socket until `done` says the bytes so far are enough. */
+function readUntil(socket: net.Socket, done: (text: string) => boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (!done(text)) return;
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      resolve(text);
+    };
+    const onClose = () => reject(new Error(`socket closed after ${JSON.stringify(text)}`));
+    socket.on('data', onData);
+    socket.once('close', onClose);
+  });
+}
+
 describe('SIGTERM during streaming and parked calls loses no audit event and no decision [postgres]', { skip: !storeKinds().includes('postgres') }, async () => {
   if (!(await postgresReachable())) return;
   let drop: () => Promise<void> = async () => {};
@@ -133,19 +152,38 @@ describe('SIGTERM during streaming and parked calls loses no audit event and no 
   let b: ReplicaProcess | null = null;
   let key = '';
   const dir = mkdtempSync(join(tmpdir(), 'reins-rolling-'));
+  // The origin of the egress tunnel: echoes what it gets.
+  const echo = net.createServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.pipe(socket);
+  });
+  let echoPort = 0;
 
   before(async () => {
     const database = await freshPostgresDatabase();
     drop = database.drop;
     upstream = await startUpstream();
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    echoPort = (echo.address() as AddressInfo).port;
     const config = join(dir, 'reins.yaml');
     // shutdown.delaySeconds: A keeps serving with readiness false for a moment after SIGTERM, so the test sees it.
-    writeFileSync(config, JSON.stringify({ providers: { openai: { baseUrl: upstream.origin, apiKey: 'sk-upstream-key' } }, gateway: { heldKeepAliveSeconds: 1 }, shutdown: { delaySeconds: 2 } }));
+    // The egress proxy on a free port, its address check off ([]): the tunnel's origin is on loopback.
+    writeFileSync(
+      config,
+      JSON.stringify({
+        providers: { openai: { baseUrl: upstream.origin, apiKey: 'sk-upstream-key' } },
+        gateway: { heldKeepAliveSeconds: 1 },
+        shutdown: { delaySeconds: 2 },
+        egress: { port: 0, deniedNetworks: [] },
+      }),
+    );
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATABASE_URL: database.url, REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN, REINS_CONFIG: config, LOG_LEVEL: 'info' };
     // B first: it migrates and gets the agent and the approve policy; A then starts with them in its caches.
     b = await startReplicaProcess('replica B', env);
     const admin = new Client(b.url, ADMIN_TOKEN);
     key = await agentWithKey(admin, AGENT);
+    // T3: the built-in egress allow-list lets the agent reach any host (the tunnel's origin).
+    assert.equal((await admin.put(`/api/v1/identities/autonomy-tier?id=${enc(AGENT)}`, { tier: 'T3' })).status, 200);
     const policy = await admin.post('/api/v1/policies', { name: 'review-held-model', kind: 'approve', appliesTo: ['llm'], match: `object.llm.model == '${HELD_MODEL}'`, message: 'A person looks first.' });
     assert.equal(policy.status, 201, JSON.stringify(policy.body));
     a = await startReplicaProcess('replica A', env);
@@ -157,6 +195,7 @@ describe('SIGTERM during streaming and parked calls loses no audit event and no 
     await stopReplicaProcess(b);
     await front?.close();
     await upstream?.close();
+    echo.close();
     await drop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -204,6 +243,20 @@ describe('SIGTERM during streaming and parked calls loses no audit event and no 
     assert.deepEqual(entries.map((e) => e.attachedCalls), [1, 1, 1]);
     assert.equal(front.connectionsTo.get(portOf(b!.url)) ?? 0, 0, 'every call so far went to A');
 
+    // A tunnel through A's egress proxy to the echo server, bytes through it both ways.
+    const egressUrl = new URL(String(replicaA.listening.egressUrl));
+    const tunnel = net.connect(Number(egressUrl.port), egressUrl.hostname);
+    tunnel.on('error', () => undefined);
+    const tunnelClosed = new Promise<void>((resolve) => tunnel.once('close', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      tunnel.once('connect', resolve);
+      tunnel.once('error', reject);
+    });
+    tunnel.write(`CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: 127.0.0.1:${echoPort}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`);
+    assert.match(await readUntil(tunnel, (t) => t.includes('\r\n\r\n')), /^HTTP\/1\.1 200/);
+    tunnel.write('ping\n');
+    assert.equal(await readUntil(tunnel, (t) => t.includes('ping\n')), 'ping\n');
+
     // SIGTERM: readiness goes false first, while A still serves.
     const sigterm = Date.now();
     replicaA.proc.kill('SIGTERM');
@@ -222,6 +275,8 @@ describe('SIGTERM during streaming and parked calls loses no audit event and no 
     const took = Date.now() - sigterm;
     assert.ok(took < CLOSE_GRACE_MS, `A exited ${took} ms after SIGTERM: the parked calls were handed over, not waited for`);
     assert.ok(replicaA.lines.some((l) => l.includes('only parked calls left in flight')), replicaA.output());
+    // The tunnel was cut when A's listeners closed.
+    await tunnelClosed;
 
     // The held stream was cut; the agent sends it again, and it reaches B.
     assert.match(await heldStreamEnd, /^(ended|failed)/);
@@ -272,6 +327,14 @@ describe('SIGTERM during streaming and parked calls loses no audit event and no 
       // no end (its client got no answer from it; the retry's end carries the outcome).
       assert.equal(forEntry.filter((d) => d.callEnded === false).length, 1, `entry ${e.id}: the first call has no end`);
     }
+    // The tunnel: its decision (on A, before SIGTERM) and its end, written by A before it exited.
+    const connect = events.filter((e) => e.action === 'egress.connect' && e.data.port === echoPort);
+    assert.equal(connect.length, 1, 'the tunnel decided once');
+    assert.equal(connect[0].callEnded, true, 'the cut tunnel has its end event');
+    const tunnelEvents = (await adminB.get(`/api/v1/audit-events?callId=${connect[0].data.callId}`)).body.items;
+    const tunnelEnd = tunnelEvents.find((e: any) => e.action === 'egress.connect_end');
+    assert.ok(tunnelEnd, 'egress.connect_end');
+    assert.ok(tunnelEnd.data.bytesUp >= 5 && tunnelEnd.data.bytesDown >= 5, JSON.stringify(tunnelEnd.data));
     const control = (await adminB.get('/api/v1/audit-events?action=held_call.approve&limit=50')).body.items;
     assert.deepEqual(control.map((c: any) => c.data.heldCallId).sort(), entries.map((e) => e.id).sort());
     assert.deepEqual((await adminB.get('/api/v1/audit-events?action=held_call.orphaned')).body.items, [], 'no entry stopped as orphaned');

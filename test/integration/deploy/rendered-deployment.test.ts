@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { listMigrations } from '../../../src/store/migrate.js';
@@ -54,22 +54,27 @@ function containerOf(objects: K8sObject[], secret: Record<string, string>, dir: 
   return { argv: [...command.slice(1, -1), ...TSX, 'src/main.ts'], env, probes };
 }
 
-describe('the rendered Deployment starts the server [postgres]', { skip }, async () => {
+// Two chains on two databases, run side by side (each step is a process start under tsx, about a minute on a loaded
+// machine: one after the other they would not fit the test runner's per-file limit): the refusal with
+// REINS_MIGRATE=off on a fresh database, and `reins migrate` followed by the two renderings' containers.
+describe('the rendered Deployment starts the server [postgres]', { skip, concurrency: true }, async () => {
   if (skip || !(await postgresReachable())) return;
-  let database: { url: string; drop: () => Promise<void> };
+  const databases: { url: string; drop: () => Promise<void> }[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'reins-rendered-'));
   const replicas: ReplicaProcess[] = [];
-  before(async () => {
-    database = await freshPostgresDatabase();
-  });
+  const freshDatabase = async () => {
+    const database = await freshPostgresDatabase();
+    databases.push(database);
+    return database;
+  };
   after(async () => {
     for (const r of replicas) await stopReplicaProcess(r);
-    await database?.drop();
+    for (const d of databases) await d.drop();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const migrationCount = async (): Promise<number> => {
-    const c = new pg.Client({ connectionString: database.url });
+  const migrationCount = async (url: string): Promise<number> => {
+    const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
       const t = await c.query(`SELECT to_regclass('schema_migrations')::text AS t`);
@@ -80,47 +85,55 @@ describe('the rendered Deployment starts the server [postgres]', { skip }, async
   };
 
   test('REINS_MIGRATE=off on a fresh database: the replica refuses to start and says to run `reins migrate`', async () => {
+    const database = await freshDatabase();
     const { argv, env } = containerOf(render('production+migrate-job'), { DATABASE_URL: database.url }, dir);
     assert.equal(env.REINS_MIGRATE, 'off');
     const run = await runToEnd(argv, env);
     assert.equal(run.code, 1, run.stderr);
     assert.match(run.stderr, /^reins: failed to start: the store has migrations not applied and REINS_MIGRATE is off: run `reins migrate` first/);
-    assert.equal(await migrationCount(), 0);
+    assert.equal(await migrationCount(database.url), 0);
   });
 
-  test('`reins migrate` applies every migration of a fresh database once; a second run has nothing to do', async () => {
-    const env = { PATH: process.env.PATH, DATABASE_URL: database.url };
-    const first = await runToEnd([...TSX, 'src/cli-main.ts', 'migrate'], env);
-    assert.equal(first.code, 0, first.stderr);
-    const all = listMigrations();
-    assert.match(first.stdout, new RegExp(`^applied ${all.length} migrations: 001_foundation, `));
-    assert.equal(await migrationCount(), all.length);
-    const second = await runToEnd([...TSX, 'src/cli-main.ts', 'migrate'], env);
-    assert.equal(second.code, 0, second.stderr);
-    assert.equal(second.stdout.trim(), 'schema up to date: no migration to apply');
-  });
-
-  for (const rendering of ['overlays/production', 'production+migrate-job'] as Rendering[]) {
-    test(`${rendering}: the container starts without migrating again, /readyz answers ready, SIGTERM ends it with 0`, async () => {
-      const { argv, env, probes } = containerOf(render(rendering), { DATABASE_URL: database.url, REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN }, dir);
-      const replica = await startReplicaProcess(rendering, env, argv);
-      replicas.push(replica);
-      assert.deepEqual(replica.listening.migrationsApplied, [], 'the migrations were applied by `reins migrate`');
-      assert.equal(replica.listening.store, 'postgres');
-      // The probes as rendered: the kubelet would find this replica started, live and ready.
-      const ready = await fetch(`${replica.url}${probes.readiness}`);
-      assert.equal(ready.status, 200);
-      assert.deepEqual(await ready.json(), { status: 'ready', store: 'postgres' });
-      assert.equal((await fetch(`${replica.url}${probes.liveness}`)).status, 200);
-      assert.equal((await fetch(`${replica.url}${probes.startup}`)).status, 200);
-      // The Secret's bootstrap token made the first admin; reins.yaml's egress proxy and runtime guard are on.
-      const me = await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/auth/me');
-      assert.equal(me.status, 200);
-      const status = await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/runtime/status');
-      assert.equal(status.status, 200);
-      replica.proc.kill('SIGTERM');
-      const exit = await replica.exited;
-      assert.equal(exit.code, 0, replica.output());
+  test('`reins migrate` migrates a fresh database once; then each rendering\'s container starts without migrating, answers its probes, and SIGTERM ends it with 0', { concurrency: true }, async (t) => {
+    const database = await freshDatabase();
+    await t.test('`reins migrate` applies every migration once; a second run has nothing to do', async () => {
+      const env = { PATH: process.env.PATH, DATABASE_URL: database.url };
+      const first = await runToEnd([...TSX, 'src/cli-main.ts', 'migrate'], env);
+      assert.equal(first.code, 0, first.stderr);
+      const all = listMigrations();
+      assert.match(first.stdout, new RegExp(`^applied ${all.length} migrations: 001_foundation, `));
+      assert.equal(await migrationCount(database.url), all.length);
+      const second = await runToEnd([...TSX, 'src/cli-main.ts', 'migrate'], env);
+      assert.equal(second.code, 0, second.stderr);
+      assert.equal(second.stdout.trim(), 'schema up to date: no migration to apply');
     });
-  }
+
+    // The two renderings side by side on the migrated database, as two replicas would run.
+    await Promise.all(
+      (['overlays/production', 'production+migrate-job'] as Rendering[]).map((rendering) =>
+        t.test(`${rendering}: the container starts without migrating again, /readyz answers ready, SIGTERM ends it with 0`, async () => {
+          const { argv, env, probes } = containerOf(render(rendering), { DATABASE_URL: database.url, REINS_BOOTSTRAP_ADMIN_TOKEN: ADMIN_TOKEN }, dir);
+          const replica = await startReplicaProcess(rendering, env, argv);
+          replicas.push(replica);
+          assert.deepEqual(replica.listening.migrationsApplied, [], 'the migrations were applied by `reins migrate`');
+          assert.equal(replica.listening.store, 'postgres');
+          // The probes as rendered: the kubelet would find this replica started, live and ready.
+          const ready = await fetch(`${replica.url}${probes.readiness}`);
+          assert.equal(ready.status, 200);
+          assert.deepEqual(await ready.json(), { status: 'ready', store: 'postgres' });
+          assert.equal((await fetch(`${replica.url}${probes.liveness}`)).status, 200);
+          assert.equal((await fetch(`${replica.url}${probes.startup}`)).status, 200);
+          // The Secret's bootstrap token made the first admin; reins.yaml's egress proxy and runtime guard are on.
+          const me = await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/auth/me');
+          assert.equal(me.status, 200);
+          assert.match(String(replica.listening.egressUrl), /^http:\/\/0\.0\.0\.0:\d+$/, 'the egress proxy listens (egress.port in reins.yaml)');
+          const status = await new Client(replica.url, ADMIN_TOKEN).get('/api/v1/runtime/status');
+          assert.equal(status.status, 200);
+          replica.proc.kill('SIGTERM');
+          const exit = await replica.exited;
+          assert.equal(exit.code, 0, replica.output());
+        }),
+      ),
+    );
+  });
 });
