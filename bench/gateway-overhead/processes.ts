@@ -93,8 +93,8 @@ export async function startServer(name: string, args: string[], options: ChildOp
     child.exited.then((code) => {
       throw new Error(`${name} exited with code ${code} before listening:\n${child.tail()}`);
     }),
-    delay(60_000).then(() => {
-      throw new Error(`${name} did not listen within 60 s:\n${child.tail()}`);
+    delay(180_000).then(() => {
+      throw new Error(`${name} did not listen within 180 s (a loaded machine starts slowly):\n${child.tail()}`);
     }),
   ]);
   return { child, url };
