@@ -1,8 +1,8 @@
 /**
  * The store adapter's contract (src/store/db.ts) on both stores: rows and types, transactions, errors with their
  * SQLSTATE, NOTIFY at commit only. Then what is particular to the embedded store, which runs PGlite in a worker
- * thread: its work does not hold the event loop, a forgotten store does not hold the process open, a data
- * directory survives a restart.
+ * thread: its work does not hold the event loop, its thread runs at a lower priority, a forgotten store does not
+ * hold the process open, a data directory survives a restart.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../../../src/store/db.js';
 import { PgliteDb } from '../../../src/store/pglite.js';
+import { STORE_THREAD_NICE } from '../../../src/store/pglite-worker.js';
 import { PostgresDb } from '../../../src/store/postgres.js';
 import { describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
 
@@ -146,6 +147,32 @@ describe('the embedded store runs PGlite in a worker thread', () => {
     } finally {
       await db.close();
     }
+  });
+
+  it('runs its thread below the thread that answers calls (Linux: a lower priority, that thread only)', { skip: process.platform !== 'linux' }, () => {
+    // In a process of its own, so the threads listed are the store's and Node's alone.
+    const pgliteModule = fileURLToPath(new URL('../../../src/store/pglite.ts', import.meta.url));
+    const script = `
+      import { readdirSync, readFileSync } from 'node:fs';
+      const { PgliteDb } = await import(${JSON.stringify(pgliteModule)});
+      const db = await PgliteDb.open('memory');
+      await db.query('SELECT 1');
+      const nice = (tid) => Number(readFileSync('/proc/self/task/' + tid + '/stat', 'utf8').split(') ')[1].split(' ')[16]);
+      const threads = readdirSync('/proc/self/task').map((tid) => ({ tid: Number(tid), nice: nice(tid) }));
+      console.log(JSON.stringify({ pid: process.pid, threads }));
+      await db.close();
+    `;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(run.status, 0, run.stderr);
+    const { pid, threads } = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { pid: number; threads: { tid: number; nice: number }[] };
+    const main = threads.find((t) => t.tid === pid)!;
+    const lowered = threads.filter((t) => t.nice === main.nice + STORE_THREAD_NICE);
+    assert.equal(lowered.length, 1, `one thread (the store's) runs ${STORE_THREAD_NICE} below the process: ${JSON.stringify(threads)}`);
+    assert.deepEqual(
+      threads.filter((t) => t.nice !== main.nice && t !== lowered[0]),
+      [],
+      'every other thread (the event loop, libuv\'s pool, V8\'s) keeps the process\'s priority',
+    );
   });
 
   it('refuses queries once closed, and close is idempotent', async () => {
