@@ -52,9 +52,9 @@ const TARGET_AT_N = 50_000;
 /**
  * Parked calls per HTTP/2 connection. A process here may hold 20,000 open files (`ulimit -n`, hard limit too), so
  * 50,000 calls cannot each have a TCP connection: when N does not fit, they are streams of HTTP/2 connections
- * (h2c by prior knowledge, which Reins' gateway port serves beside HTTP/1.1), this many per connection.
+ * (h2c by prior knowledge, which Reins' gateway port serves beside HTTP/1.1), this many per connection (100, the limit most servers advertise: at 200, Node refused some of a burst of new streams with REFUSED_STREAM).
  */
-const STREAMS_PER_SESSION = 200;
+const STREAMS_PER_SESSION = 100;
 
 const AGENT = 'bench/held-agent';
 const POLICY = { name: 'hold-all', kind: 'approve', appliesTo: ['llm'], match: "object.llm.model == 'gpt-4o'", message: 'bench' };
@@ -409,7 +409,7 @@ async function main(): Promise<void> {
         loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
       },
       versions: { node: process.version, postgres: (await dbClient.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version },
-      settings: { n: N, clientConnections: connections, clientProtocol: http2 ? 'h2c' : 'http/1.1', streamsPerConnection: http2 ? STREAMS_PER_SESSION : 1, ulimitN: ulimitSoft, releaseConcurrency: CONCURRENCY, policy: POLICY },
+      settings: { n: N, replicaNodeFlags: REINS_NODE_FLAGS, clientConnections: connections, clientProtocol: http2 ? 'h2c' : 'http/1.1', streamsPerConnection: http2 ? STREAMS_PER_SESSION : 1, ulimitN: ulimitSoft, releaseConcurrency: CONCURRENCY, policy: POLICY },
       park: { seconds: round(parkMs / 1000, 3) },
       memoryMb: {
         before: round(rssBefore.rss, 1),
@@ -446,7 +446,7 @@ async function main(): Promise<void> {
       '',
       `${result.date}; ${result.machine.cpus} CPUs (${result.machine.cpuModel}), ${Math.round(result.machine.memoryMb / 1024)} GiB, Linux ${result.machine.kernel}, Node ${process.version}, ` +
         `PostgreSQL ${result.versions.postgres}; load average (1/5/15 min) at start ${result.machine.loadAverageAtStart.join(' / ')}, at end ${result.machine.loadAverageAtEnd.join(' / ')} (a shared machine). ` +
-        `Two Reins replicas from dist/ on one fresh database; N=${N} distinct calls parked on A, released from B at concurrency ${CONCURRENCY}. ` +
+        `Two Reins replicas from dist/ (node ${REINS_NODE_FLAGS.length > 0 ? REINS_NODE_FLAGS.join(' ') : 'with no flags'}) on one fresh database; N=${N} distinct calls parked on A, released from B at concurrency ${CONCURRENCY}. ` +
         '`node --import tsx bench/held-calls/run.ts' + (args.quick ? ' --quick' : '') + '`; see bench/held-calls/README.md.',
       '',
       '| figure | value |',
