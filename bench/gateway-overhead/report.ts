@@ -155,7 +155,7 @@ export function checkTargets(summaries: TargetSummary[], rate: number): Check[] 
       reins.sequential?.addedP50,
       bare?.sequential?.addedP50,
       (r, b) => r <= b + LIMITS.addedSeqP50OverBareMs,
-      (r, b) => `${ms(r)} vs ${ms(b)} (+${ms(r - b)} ms)`,
+      (r, b) => `${ms(r)} vs ${ms(b)} (${r >= b ? '+' : ''}${ms(r - b)} ms)`,
     );
     vsBare(
       `added p99 at ${rate} requests/s <= ${LIMITS.addedPacedP99VsBare}x bare's`,
