@@ -57,7 +57,7 @@ export function startChild(name: string, args: string[], options: ChildOptions =
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       proc.kill('SIGCONT'); // in case the runner froze it
       proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 3000);
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000); // a loaded machine; a --cpu-prof child writes its profile as it exits
       await exited;
       clearTimeout(timer);
     },
@@ -93,8 +93,8 @@ export async function startServer(name: string, args: string[], options: ChildOp
     child.exited.then((code) => {
       throw new Error(`${name} exited with code ${code} before listening:\n${child.tail()}`);
     }),
-    delay(60_000).then(() => {
-      throw new Error(`${name} did not listen within 60 s:\n${child.tail()}`);
+    delay(180_000).then(() => {
+      throw new Error(`${name} did not listen within 180 s (a loaded machine starts slowly):\n${child.tail()}`);
     }),
   ]);
   return { child, url };
@@ -201,6 +201,8 @@ export function machineFacts(root: string, packages: string[]): Record<string, u
     node: process.version,
     openssl: process.versions.openssl,
     loadAverageAtStart: os.loadavg(),
+    /** The run's scheduling priority (nice), which every child inherits: a run under `nice -n -15` says so. */
+    nice: os.getPriority(),
     reinsCommit: commit,
     reinsSrcUncommittedChanges: dirty,
     versions: Object.fromEntries(packages.map((name) => [name, packageVersion(root, name)])),

@@ -122,25 +122,63 @@ const ms = (v: number | null | undefined) => (v === null || v === undefined || N
 const int = (v: number | null | undefined) => (v === null || v === undefined ? '-' : Math.round(v).toLocaleString('en-US'));
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? '-' : `${(v * 100).toFixed(0)}%`);
 
+/**
+ * The issue's targets, all relative to the bare proxy measured in the same run: on a shared 2-core machine the
+ * hop floor itself moves by 10x between runs (bare's added p99 at 1,000/s was 1.6 ms in one run, 16 ms in
+ * another), so an absolute limit would pass or fail with the machine's mood, not with Reins.
+ */
 export interface Limits {
-  addedSeqP50Ms: number;
-  addedPacedP99Ms: number;
-  throughputVsBare: number;
+  /** Added p50, sequential: at most bare's added p50 plus this, ms. */
+  addedSeqP50OverBareMs: number;
+  /** Added p99 at the paced rate: at most this many times bare's added p99. */
+  addedPacedP99VsBare: number;
+  /** Max throughput: at least this share of bare's, per store. */
+  throughputVsBare: { reins: number; 'reins-pg': number };
+  /** CPU per request in the max-throughput job: at most this many times bare's. */
+  cpuVsBare: number;
 }
 
-export const LIMITS: Limits = { addedSeqP50Ms: 0.3, addedPacedP99Ms: 3, throughputVsBare: 2 / 3 };
+export const LIMITS: Limits = { addedSeqP50OverBareMs: 0.05, addedPacedP99VsBare: 2, throughputVsBare: { reins: 0.8, 'reins-pg': 0.9 }, cpuVsBare: 1.15 };
 
 /** The issue's targets, for each Reins variant measured; `pass: null` when a figure it needs is missing. */
 export function checkTargets(summaries: TargetSummary[], rate: number): Check[] {
   const portkey = summaries.find((s) => s.name === 'portkey');
+  const bare = summaries.find((s) => s.name === 'bare');
   const checks: Check[] = [];
   for (const reins of summaries.filter((s) => s.name.startsWith('reins'))) {
-    const add = (limit: string, value: number | null | undefined, pass: (v: number) => boolean, show: (v: number | null | undefined) => string) => {
-      checks.push({ target: reins.name, limit, value: show(value), pass: value === null || value === undefined ? null : pass(value) });
+    const vsBare = (limit: string, r: number | null | undefined, b: number | null | undefined, pass: (r: number, b: number) => boolean, show: (r: number, b: number) => string) => {
+      const known = r !== null && r !== undefined && b !== null && b !== undefined;
+      checks.push({ target: reins.name, limit, value: known ? show(r, b) : 'not measured', pass: known ? pass(r, b) : null });
     };
-    add(`added p50, sequential <= ${LIMITS.addedSeqP50Ms} ms`, reins.sequential?.addedP50, (v) => v <= LIMITS.addedSeqP50Ms, (v) => `${ms(v)} ms`);
-    add(`added p99 at ${rate} requests/s <= ${LIMITS.addedPacedP99Ms} ms`, reins.paced?.addedP99, (v) => v <= LIMITS.addedPacedP99Ms, (v) => `${ms(v)} ms`);
-    add(`max throughput >= 2/3 of the bare proxy`, reins.max?.vsBare, (v) => v >= LIMITS.throughputVsBare, pct);
+    vsBare(
+      `added p50, sequential <= bare's + ${LIMITS.addedSeqP50OverBareMs} ms`,
+      reins.sequential?.addedP50,
+      bare?.sequential?.addedP50,
+      (r, b) => r <= b + LIMITS.addedSeqP50OverBareMs,
+      (r, b) => `${ms(r)} vs ${ms(b)} (${r >= b ? '+' : ''}${ms(r - b)} ms)`,
+    );
+    vsBare(
+      `added p99 at ${rate} requests/s <= ${LIMITS.addedPacedP99VsBare}x bare's`,
+      reins.paced?.addedP99,
+      bare?.paced?.addedP99,
+      (r, b) => r <= b * LIMITS.addedPacedP99VsBare,
+      (r, b) => `${ms(r)} vs ${ms(b)} (${(r / b).toFixed(2)}x)`,
+    );
+    const share = LIMITS.throughputVsBare[reins.name as keyof Limits['throughputVsBare']] ?? LIMITS.throughputVsBare['reins-pg'];
+    vsBare(
+      `max throughput >= ${pct(share)} of bare's`,
+      reins.max?.rps,
+      bare?.max?.rps,
+      (r, b) => r >= b * share,
+      (r, b) => `${int(r)} vs ${int(b)} (${pct(r / b)})`,
+    );
+    vsBare(
+      `CPU per request <= ${LIMITS.cpuVsBare}x bare's`,
+      reins.cpuUsPerRequest,
+      bare?.cpuUsPerRequest,
+      (r, b) => r <= b * LIMITS.cpuVsBare,
+      (r, b) => `${int(r)} vs ${int(b)} µs (${(r / b).toFixed(2)}x)`,
+    );
     const vsPortkey = (label: string, r: number | null | undefined, p: number | null | undefined, lowerIsBetter: boolean, show: (v: number | null | undefined) => string) => {
       const known = r !== null && r !== undefined && p !== null && p !== undefined;
       checks.push({

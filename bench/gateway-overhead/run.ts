@@ -3,7 +3,7 @@
  * measured side by side in one run on one machine with one fake upstream and one load generator.
  *
  *   node --import tsx bench/gateway-overhead/run.ts [--quick] [--rounds N] [--only bare,reins,reins-pg,portkey]
- *        [--out DIR] [--no-pin] [--diagnose] [--allow-partial-reins] [--strict]
+ *        [--out DIR] [--no-pin] [--diagnose] [--allow-partial-reins] [--strict] [--no-build]
  *
  * README.md beside this file says what is measured and how to read it.
  */
@@ -51,6 +51,7 @@ const { values: args } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
     diagnose: { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
   },
 });
 
@@ -84,7 +85,8 @@ for (const name of only) {
 only.add('direct'); // every added-latency figure is relative to it
 
 // Reins runs from dist/, as `npm start` runs it: build it now so the figures are of the current sources.
-if (only.has('reins') || only.has('reins-pg')) {
+// --no-build: dist/ was just built from these sources (a loaded machine takes minutes per tsc run).
+if ((only.has('reins') || only.has('reins-pg')) && !args['no-build']) {
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 }
 
@@ -475,7 +477,7 @@ async function main(): Promise<number> {
     const outDir = resolve(args.out ?? (args.quick ? join(os.tmpdir(), 'reins-gateway-overhead') : join(ROOT, 'bench/results')));
     const base = args.quick ? 'gateway-overhead.quick' : 'gateway-overhead';
     mkdirSync(outDir, { recursive: true });
-    const json = { date, elapsedSeconds: elapsedS, quick: args.quick, settings: SETTINGS, cpuPlacement: CPU, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
+    const json = { date, elapsedSeconds: elapsedS, loadAverageAtEnd: os.loadavg(), quick: args.quick, settings: SETTINGS, cpuPlacement: CPU, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
     writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(json, null, 2)}\n`);
     writeFileSync(join(outDir, `${base}.md`), markdown(date, info, records, summaries, checks, warnings, diagnosis, elapsedS));
     log(`wrote ${relative(process.cwd(), join(outDir, base))}.{json,md}`);
@@ -485,6 +487,10 @@ async function main(): Promise<number> {
   } finally {
     await stopAll();
   }
+}
+
+function loadText(load: unknown): string {
+  return Array.isArray(load) ? load.map((l: number) => l.toFixed(2)).join(' / ') : 'unknown';
 }
 
 function markdown(
@@ -504,7 +510,9 @@ function markdown(
     '',
     `${date}, ${info.cores} × ${info.cpuModel}, ${info.memoryGiB} GiB, ${info.kernel}, Node ${info.node}; Reins ${String(info.reinsCommit).slice(0, 12)}` +
       `${info.reinsSrcUncommittedChanges ? ' with uncommitted changes in src/' : ''}; Portkey ${versions['@portkey-ai/gateway']}, autocannon ${versions.autocannon}. ` +
-      `Run took ${elapsedS.toFixed(0)} s. How to run and what each figure means: bench/gateway-overhead/README.md.`,
+      `Run took ${elapsedS.toFixed(0)} s. Load average (1/5/15 min) at start ${loadText(info.loadAverageAtStart)}, at end ${loadText(os.loadavg())}${info.nice ? `; every process of the run at nice ${String(info.nice)}` : ''}: ` +
+      'the machine is shared, so read the ratios to the bare proxy, which were measured side by side. ' +
+      'How to run and what each figure means: bench/gateway-overhead/README.md.',
     '',
     PIN
       ? 'CPU placement: the gateway under test alone on CPU 1 (all its threads); the load generator and the fake upstream on CPU 0. ' +
@@ -534,7 +542,14 @@ function markdown(
     lines.push('');
   }
   if (checks.length > 0) {
-    lines.push('## Targets (issue: bench/gateway-overhead)', '', '| Reins | target | figure | result |', '| --- | --- | --- | --- |');
+    lines.push(
+      '## Targets (issue: bench/gateway-overhead)',
+      '',
+      'Each target is a ratio to the bare proxy of the same run (figure: Reins vs bare), or a comparison with Portkey.',
+      '',
+      '| Reins | target | figure | result |',
+      '| --- | --- | --- | --- |',
+    );
     for (const c of checks) {
       lines.push(`| ${c.target} | ${c.limit} | ${c.value} | ${c.pass === null ? 'not measured' : c.pass ? 'pass' : '**fail**'} |`);
     }

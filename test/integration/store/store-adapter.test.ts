@@ -1,18 +1,19 @@
 /**
  * The store adapter's contract (src/store/db.ts) on both stores: rows and types, transactions, errors with their
  * SQLSTATE, NOTIFY at commit only. Then what is particular to the embedded store, which runs PGlite in a worker
- * thread: its work does not hold the event loop, a forgotten store does not hold the process open, a data
- * directory survives a restart.
+ * thread: its work does not hold the event loop, its thread runs at a lower priority, a forgotten store does not
+ * hold the process open, a data directory survives a restart.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../../../src/store/db.js';
 import { PgliteDb } from '../../../src/store/pglite.js';
+import { STORE_THREAD_NICE } from '../../../src/store/pglite-worker.js';
 import { PostgresDb } from '../../../src/store/postgres.js';
 import { describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
 
@@ -143,6 +144,24 @@ describe('the embedded store runs PGlite in a worker thread', () => {
       assert.ok(took > 50, `the statement took ${took.toFixed(0)} ms; too short to tell`);
       assert.ok(ticks > 5, `the timer ticked ${ticks} times in ${took.toFixed(0)} ms`);
       assert.ok(worstGap < took / 2, `the longest gap between timer ticks was ${worstGap.toFixed(0)} ms of the statement's ${took.toFixed(0)} ms`);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('runs its thread below the thread that answers calls (Linux: a lower priority, that thread only)', { skip: process.platform !== 'linux' }, async () => {
+    const nice = (tid: string) => Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    const threads = () => readdirSync('/proc/self/task').map((tid) => ({ tid, nice: nice(tid) }));
+    const mine = nice(String(process.pid));
+    const lowered = () => threads().filter((t) => t.nice === mine + STORE_THREAD_NICE).length;
+    const before = lowered();
+    const db = await PgliteDb.open('memory');
+    try {
+      await db.query('SELECT 1');
+      // The thread lowers itself once PGlite is loaded, after answering ready: wait for it rather than assume.
+      assert.notEqual(await waitFor(() => lowered() === before + 1, WAIT_MS), -1, `one more thread runs ${STORE_THREAD_NICE} below the process: ${JSON.stringify(threads())}`);
+      const others = threads().filter((t) => t.nice !== mine && t.nice !== mine + STORE_THREAD_NICE);
+      assert.deepEqual(others, [], "every other thread (the event loop, libuv's pool, V8's) keeps the process's priority");
     } finally {
       await db.close();
     }
