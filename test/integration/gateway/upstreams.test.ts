@@ -274,6 +274,45 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     }, WAIT_MS, 50);
   });
 
+  test('Azure OpenAI: a held deployment stream stays open while held, and a denied one ends with the reason in-stream', async () => {
+    const created = await w.admin.post('/api/v1/policies', { name: 'review-azure', kind: 'approve', appliesTo: ['llm'], match: "object.llm.upstream == 'azure-eu'", message: 'Azure is reviewed.' });
+    assert.equal(created.status, 201);
+    try {
+      const held = async (prompt: string) => {
+        const stream = await azure().chat.completions.create({ model: '', messages: [{ role: 'user', content: prompt }], stream: true } as never);
+        let text = '';
+        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) text += chunk.choices[0]?.delta.content ?? '';
+        return text;
+      };
+      const pendingEntry = async (prompt: string) => {
+        let entry: any;
+        await waitFor(async () => {
+          entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === prompt);
+          return entry !== undefined;
+        }, WAIT_MS);
+        return entry;
+      };
+      const approved = held('review this azure prompt');
+      const entry = await pendingEntry('review this azure prompt');
+      assert.equal(entry.model, 'chat-prod', 'the deployment names the model while held');
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).status, 200);
+      assert.equal(await approved, 'Hello world');
+
+      const before = w.fake.hits.length;
+      const denied = held('deny this azure prompt');
+      const doomed = await pendingEntry('deny this azure prompt');
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${doomed.id}/deny`, { note: 'not today' })).status, 200);
+      await assert.rejects(denied, (err: unknown) => {
+        assert.ok(err instanceof OpenAI.APIError, String(err));
+        assert.match(err.message, /not today|denied/);
+        return true;
+      });
+      assert.equal(w.fake.hits.length, before, 'a denied call never goes upstream');
+    } finally {
+      await w.admin.delete('/api/v1/policies/review-azure');
+    }
+  });
+
   test('Gemini: a held streamGenerateContent stays open while held and completes when released; countTokens is never held', async () => {
     const created = await w.admin.post('/api/v1/policies', { name: 'review-gemini', kind: 'approve', appliesTo: ['llm'], match: "object.llm.upstream == 'gemini'", message: 'Gemini is reviewed.' });
     assert.equal(created.status, 201);
