@@ -65,6 +65,8 @@ describeEachStore('gateway: rate limits', ({ store }) => {
     const bad: Array<[Record<string, unknown>, string]> = [
       [{ name: 'x', scope: 'Not A Scope', pattern: '*', requestsPerMinute: 1 }, 'body.scope'],
       [{ name: 'x', scope: '*', pattern: '*', upstream: 'Bad Upstream', requestsPerMinute: 1 }, 'body.upstream'],
+      // Well formed, but no upstream of that name is configured: a rule that would never bind.
+      [{ name: 'x', scope: '*', pattern: '*', upstream: 'vlm', requestsPerMinute: 1 }, 'body.upstream'],
       [{ name: 'x', scope: '*', pattern: '*' }, 'body.requestsPerMinute'],
       [{ name: 'x', scope: '*', pattern: '*', tokensPerMinute: -1 }, 'body.tokensPerMinute'],
     ];
