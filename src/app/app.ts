@@ -263,7 +263,7 @@ export async function buildApp(deps: AppDeps): Promise<BuiltApp> {
   registerAuditRoutes(app, deps.db);
   registerPolicyRoutes(app, { db: deps.db, policies: gw.policies });
   registerGatewayRuleRoutes(app, { db: deps.db, rules: gw.rules });
-  registerRateLimitRoutes(app, { db: deps.db, rules: gw.rules });
+  registerRateLimitRoutes(app, { db: deps.db, rules: gw.rules, upstreams: Object.keys(deps.config.providers) });
   registerSpendRoutes(app, deps.db);
   registerApprovalRoutes(app, deps.db);
   registerHeldCallRoutes(app, { db: deps.db, registry: gw.held, review: gw.review });

@@ -1,7 +1,7 @@
 // What a model call costs in USD: list prices per model glob, the lookup that picks the most specific
 // one (an admin's override first), the cost of a finished call and the estimate a budget reserves
 // before the call. Pure: plain data in, numbers out. See README.md for the rules.
-import type { ProviderName } from '../config/config.js';
+import { PROVIDER_KINDS, type ProviderName } from '../config/config.js';
 
 /** USD per million tokens. A missing cache price means those tokens cost the input price. */
 export interface ModelPrice {
@@ -284,12 +284,23 @@ export interface PriceTable {
   readonly cache: Map<string, ModelPrice | null>;
   /** Per provider, the price of an unknown model (`fallbackPrice`). */
   readonly fallbacks: ReadonlyMap<ProviderName, FallbackPrice>;
+  /** The fallbacks the overrides set themselves (`default`, `<provider>:default`; null: every provider). */
+  readonly configured: ReadonlyMap<ProviderName | null, FallbackPrice>;
 }
 
 /** The config key of the fallback price: `default` (every provider) or `<provider>:default`. */
 export const FALLBACK_KEY = 'default';
 
-const PROVIDERS: readonly ProviderName[] = ['openai', 'anthropic', 'bedrock'];
+/**
+ * Kinds that run another provider's models at its list prices: Azure OpenAI runs OpenAI's (global deployments), so
+ * its calls match OpenAI's entries, and an unknown model falls back to OpenAI's dearest.
+ */
+export const LISTED_AS: Readonly<Partial<Record<ProviderName, ProviderName>>> = { 'azure-openai': 'openai' };
+
+/** Whether an entry written for `entryProvider` (null: every provider) prices a call on `provider`. */
+function pricesFor(entryProvider: ProviderName | null, provider: ProviderName): boolean {
+  return entryProvider === null || entryProvider === provider || entryProvider === LISTED_AS[provider];
+}
 
 /**
  * The model strings come from clients; a bound keeps a client that sends a new model id per request
@@ -299,14 +310,14 @@ const CACHE_ENTRIES = 4096;
 const CACHE_MODEL_CHARS = 256;
 
 /**
- * An override key is a model glob for every provider (`gpt-4o*`), or one provider's (`bedrock:*`).
- * Only the three provider names are taken as a qualifier, so Bedrock ids and ARNs, which contain `:`,
- * stay plain globs.
+ * An override key is a model glob for every provider (`gpt-4o*`), or one provider kind's (`bedrock:*`,
+ * `gemini:default`). Only the kinds' names are taken as a qualifier, so Bedrock ids and ARNs and Ollama's
+ * `llama3:8b`, which contain `:`, stay plain globs.
  */
 function parseOverrideKey(key: string): { provider: ProviderName | null; pattern: string } {
   const colon = key.indexOf(':');
   if (colon > 0) {
-    const provider = PROVIDERS.find((p) => p === key.slice(0, colon));
+    const provider = PROVIDER_KINDS.find((p) => p === key.slice(0, colon));
     if (provider) return { provider, pattern: key.slice(colon + 1) };
   }
   return { provider: null, pattern: key };
@@ -372,22 +383,23 @@ export function createPriceTable(
   }
   all.sort(rank);
   const fallbacks = new Map<ProviderName, FallbackPrice>();
-  for (const provider of PROVIDERS) {
+  for (const provider of PROVIDER_KINDS) {
     const fallback = configured.get(provider) ?? configured.get(null) ?? dearest(all, provider);
     fallbacks.set(provider, Object.freeze(fallback));
   }
-  return { entries: all.map(({ pattern, provider, price: p, override }) => ({ pattern, provider, price: p, override })), cache: new Map(), fallbacks };
+  return { entries: all.map(({ pattern, provider, price: p, override }) => ({ pattern, provider, price: p, override })), cache: new Map(), fallbacks, configured };
 }
 
 /**
  * With no price configured for unknown models: the dearest known standard model of the provider (output, then input
- * price), from the built-in list and the overrides qualified with that provider.
+ * price), from the built-in list and the overrides qualified with that provider (Azure: OpenAI's too). A kind with no
+ * list (openai-compatible: self-hosted models) has none: such a call is costed at 0, marked estimated.
  */
 function dearest(entries: readonly (PriceTableEntry & { premium: boolean })[], provider: ProviderName): FallbackPrice {
   let best: (PriceTableEntry & { premium: boolean }) | null = null;
   for (const e of entries) {
     // The provider's own models only: an unqualified override (`in-house-llm-*`) names no provider's model.
-    if (e.premium || e.provider !== provider) continue;
+    if (e.premium || e.provider === null || !pricesFor(e.provider, provider)) continue;
     if (!best || e.price.outputPerMTok > best.price.outputPerMTok || (e.price.outputPerMTok === best.price.outputPerMTok && e.price.inputPerMTok > best.price.inputPerMTok)) best = e;
   }
   // No entry at all (an empty table): nothing is known, so nothing is charged, and the cost says it is estimated.
@@ -403,6 +415,11 @@ export function fallbackPrice(table: PriceTable, provider: ProviderName): Fallba
   return table.fallbacks.get(provider) ?? { price: Object.freeze({ inputPerMTok: 0, outputPerMTok: 0 }), pricedAs: 'none' };
 }
 
+/** The fallback the table's overrides set for `provider` (`<provider>:default`, else `default`), or null. */
+export function configuredFallback(table: PriceTable, provider: ProviderName): FallbackPrice | null {
+  return table.configured.get(provider) ?? table.configured.get(null) ?? null;
+}
+
 /**
  * The price of `model` on `provider`, or null when no pattern matches (the caller decides what an
  * unpriced call means for a budget). Overrides win over defaults; among either, the most specific
@@ -415,7 +432,7 @@ export function priceOf(table: PriceTable, provider: ProviderName, model: string
   if (cached !== undefined) return cached;
   let found: ModelPrice | null = null;
   for (const entry of table.entries) {
-    if ((entry.provider === null || entry.provider === provider) && globMatches(entry.pattern, model)) {
+    if (pricesFor(entry.provider, provider) && globMatches(entry.pattern, model)) {
       found = entry.price;
       break;
     }

@@ -6,6 +6,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { DEFAULT_KIND_NAMES } from '../config/config.js';
 import { actorOf } from '../identity/auth.js';
 import { ADMIN, READERS } from '../shared/access.js';
 import { invalid } from '../shared/errors.js';
@@ -16,10 +17,17 @@ import type { GatewayRules } from './gateway-rules.js';
 import { createRateLimit, deleteRateLimit, getRateLimit, listRateLimits, replaceRateLimit } from './rate-limit-store.js';
 import { validateRateLimit, type RateLimitRuleInput } from './rate-limits.js';
 
-/** The schema checked types; the rule's own validation checks values (scope syntax, glob, upstream name). */
-function checked(body: unknown): RateLimitRuleInput {
+/**
+ * The schema checked types; the rule's own validation checks values (scope syntax, glob, upstream name), and the
+ * upstream must be one this replica serves: a misspelt name would be a rule that never binds.
+ */
+function checked(body: unknown, served: ReadonlySet<string>): RateLimitRuleInput {
   const result = validateRateLimit(body);
   if (!result.ok) throw invalid(`body.${result.field}: ${result.message}`);
+  const { upstream } = result.value;
+  if (upstream !== '*' && !served.has(upstream)) {
+    throw invalid(`body.upstream: no upstream is named ${upstream}; use "*" or one of ${[...served].join(', ')}`);
+  }
   return result.value;
 }
 
@@ -29,9 +37,11 @@ const DESCRIPTION =
   'then *) bind, and at that scope a rule naming the upstream over one for every upstream. A call over a limit is ' +
   "answered 429 with retry-after in the provider's error shape; tokens count when the answer reports them.";
 
-export function registerRateLimitRoutes(fastify: FastifyInstance, deps: { db: Db; rules: GatewayRules }): void {
+/** `upstreams`: the configured names (`providers`); openai, anthropic and bedrock are always served. */
+export function registerRateLimitRoutes(fastify: FastifyInstance, deps: { db: Db; rules: GatewayRules; upstreams: readonly string[] }): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { db, rules } = deps;
+  const served: ReadonlySet<string> = new Set([...DEFAULT_KIND_NAMES, ...deps.upstreams]);
 
   app.get('/api/v1/rate-limits', {
     config: { access: READERS },
@@ -43,7 +53,7 @@ export function registerRateLimitRoutes(fastify: FastifyInstance, deps: { db: Db
     config: { access: ADMIN },
     schema: { tags: ['rate limits'], summary: 'Create a rate limit', description: DESCRIPTION, body: RateLimitBody, response: responses({ 201: RateLimitSchema }, ...AUTH_ERRORS) },
     handler: async (request, reply) => {
-      const rule = await createRateLimit(db, actorOf(request), checked(request.body));
+      const rule = await createRateLimit(db, actorOf(request), checked(request.body, served));
       await rules.reload();
       return reply.status(201).send(rule);
     },
@@ -65,7 +75,7 @@ export function registerRateLimitRoutes(fastify: FastifyInstance, deps: { db: Db
       response: responses({ 200: RateLimitSchema }, ...AUTH_ERRORS, 404),
     },
     handler: async (request) => {
-      const rule = await replaceRateLimit(db, actorOf(request), request.params.id, checked(request.body));
+      const rule = await replaceRateLimit(db, actorOf(request), request.params.id, checked(request.body, served));
       await rules.reload();
       return rule;
     },

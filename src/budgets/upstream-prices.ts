@@ -4,10 +4,9 @@
  * differs from OpenAI's list. Kept apart from prices.ts, which holds the list prices and the lookup itself.
  */
 import type { Config, ProviderKind } from '../config/config.js';
-import { createPriceTable, priceOf, type ModelPrice, type PriceEntry, type PriceTable } from './prices.js';
+import { configuredFallback, createPriceTable, fallbackPrice, priceOf, type FallbackPrice, type ModelPrice, type PriceEntry, type PriceTable } from './prices.js';
 
-/** Azure OpenAI runs OpenAI's models at OpenAI's list prices (global deployments): priced from OpenAI's list. */
-const PRICED_AS: Partial<Record<ProviderKind, ProviderKind>> = { 'azure-openai': 'openai' };
+type Tables = { prices: PriceTable; upstreamPrices?: ReadonlyMap<string, PriceTable> | undefined };
 
 function gemini(patterns: string[], inputPerMTok: number, outputPerMTok: number, cacheReadPerMTok: number): PriceEntry[] {
   const price: ModelPrice = Object.freeze({ inputPerMTok, outputPerMTok, cacheReadPerMTok });
@@ -35,13 +34,19 @@ export function upstreamPriceTables(providers: Config['providers']): Map<string,
   return out;
 }
 
-/** What a model costs on an upstream: its own override, else the list (OpenAI's for Azure), else null (unpriced). */
-export function upstreamPrice(
-  tables: { prices: PriceTable; upstreamPrices?: ReadonlyMap<string, PriceTable> | undefined },
-  upstream: string,
-  kind: ProviderKind,
-  model: string | null,
-): ModelPrice | null {
+/** What a model costs on an upstream: its own override, else the list (OpenAI's for Azure, `LISTED_AS`), else null (unpriced). */
+export function upstreamPrice(tables: Tables, upstream: string, kind: ProviderKind, model: string | null): ModelPrice | null {
   const own = tables.upstreamPrices?.get(upstream);
-  return (own ? priceOf(own, kind, model) : null) ?? priceOf(tables.prices, PRICED_AS[kind] ?? kind, model);
+  return (own ? priceOf(own, kind, model) : null) ?? priceOf(tables.prices, kind, model);
+}
+
+/**
+ * The price of a model no price names on an upstream: the upstream's own `default` (a self-hosted server's cost, a
+ * contracted rate), else `fallbackPrice` (`prices.<kind>:default`, `prices.default`, the kind's dearest listed model).
+ */
+export function upstreamFallbackPrice(tables: Tables, upstream: string, kind: ProviderKind): FallbackPrice {
+  const own = tables.upstreamPrices?.get(upstream);
+  const configured = own ? configuredFallback(own, kind) : null;
+  if (configured) return { price: configured.price, pricedAs: `providers.${upstream}.${configured.pricedAs}` };
+  return fallbackPrice(tables.prices, kind);
 }

@@ -426,6 +426,17 @@ describe(`admin console in the browser [${kind}]`, { skip: skipWithoutBrowser },
     const stored = (await admin.get('/api/v1/rate-limits')).body.items.find((r: any) => r.name === 'agents per minute');
     assert.deepEqual({ scope: stored.scope, pattern: stored.pattern, upstream: stored.upstream, requestsPerMinute: stored.requestsPerMinute }, { scope: 'eng', pattern: '*', upstream: 'openai', requestsPerMinute: 60 });
     await screenshot(page, 'approvals-rules');
+    // An upstream no providers entry names: the form shows the API's message naming the field, nothing is added.
+    await form.getByLabel('Rate limit').fill('misspelt upstream');
+    await form.getByLabel('Upstream').fill('opnai');
+    await form.getByLabel('Requests per minute').fill('5');
+    await form.getByRole('button', { name: 'Add rate limit' }).click();
+    await form.getByText(/body\.upstream: no upstream is named opnai/).waitFor();
+    // Deleted through its row's button and the confirmation.
+    await limitRow.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await limitRow.waitFor({ state: 'detached' });
+    assert.ok(!(await admin.get('/api/v1/rate-limits')).body.items.some((r: any) => r.name === 'agents per minute' || r.name === 'misspelt upstream'));
 
     await page.goto('/runtime');
     await page.getByTestId('runtime-disabled').waitFor();

@@ -1,7 +1,7 @@
 import { enforcedRules, periodKey } from '../../budgets/budget-rules.js';
 import { reserveBudget } from '../../budgets/budget-store.js';
-import { estimateCost, fallbackPrice, type PriceTable } from '../../budgets/prices.js';
-import { upstreamPrice } from '../../budgets/upstream-prices.js';
+import { estimateCost, type PriceTable } from '../../budgets/prices.js';
+import { upstreamFallbackPrice, upstreamPrice } from '../../budgets/upstream-prices.js';
 import type { LlmCall } from '../../planes/llm/types.js';
 import type { Db } from '../../store/db.js';
 import { callTime, type CallContext, type CallRefusal, type StepEnv, type StepResult } from '../call-context.js';
@@ -29,7 +29,7 @@ export function budgetStep<D extends BudgetDeps>(ctx: CallContext<LlmCall<Govern
   else {
     // A model no price names (a new release, an in-house id) is never refused for that: it is costed with the
     // fallback, and its cost is marked estimated in the audit event.
-    const fallback = fallbackPrice(env.deps.prices, call.provider);
+    const fallback = upstreamFallbackPrice(env.deps, call.upstream, call.provider);
     ctx.price = fallback.price;
     ctx.fallbackPricedAs = fallback.pricedAs;
   }

@@ -33,6 +33,6 @@ function rateLimitMessage(rule: RateLimit, over: 'requests' | 'tokens', identity
   const where = `${rule.pattern === '*' ? 'any model' : rule.pattern}${rule.upstream === '*' ? '' : ` on ${rule.upstream}`}`;
   return (
     `Reins rate-limited this request: rate limit "${rule.name}" (${limit} for ${where}) is reached for ${identityId} this minute. ` +
-    `This is temporary: retry after ${wait} s, when the next minute's count starts.`
+    `Retry this one after ${wait} s, when the next minute's count starts: unlike Reins' other refusals, it is temporary.`
   );
 }

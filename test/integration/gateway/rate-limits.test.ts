@@ -6,6 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { BedrockRuntimeClient, ConverseCommand, ThrottlingException } from '@aws-sdk/client-bedrock-runtime';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import OpenAI from 'openai';
 import type { Replica } from '../../../src/app/server.js';
 import { startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
@@ -63,6 +65,8 @@ describeEachStore('gateway: rate limits', ({ store }) => {
     const bad: Array<[Record<string, unknown>, string]> = [
       [{ name: 'x', scope: 'Not A Scope', pattern: '*', requestsPerMinute: 1 }, 'body.scope'],
       [{ name: 'x', scope: '*', pattern: '*', upstream: 'Bad Upstream', requestsPerMinute: 1 }, 'body.upstream'],
+      // Well formed, but no upstream of that name is configured: a rule that would never bind.
+      [{ name: 'x', scope: '*', pattern: '*', upstream: 'vlm', requestsPerMinute: 1 }, 'body.upstream'],
       [{ name: 'x', scope: '*', pattern: '*' }, 'body.requestsPerMinute'],
       [{ name: 'x', scope: '*', pattern: '*', tokensPerMinute: -1 }, 'body.tokensPerMinute'],
     ];
@@ -91,7 +95,7 @@ describeEachStore('gateway: rate limits', ({ store }) => {
       assert.ok(err instanceof OpenAI.RateLimitError, String(err));
       assert.equal(err.status, 429);
       assert.equal(err.code, 'rate_limit_exceeded');
-      assert.match(err.message, /rate limit "burst" \(7 requests per minute for any model\).*retry after \d+ s/);
+      assert.match(err.message, /rate limit "burst" \(7 requests per minute for any model\).*Retry this one after \d+ s/);
       const wait = Number(err.headers.get('retry-after'));
       assert.ok(wait >= 1 && wait <= 60, String(wait));
       assert.equal(err.headers.get('x-should-retry'), null, 'the one refusal a client should retry');
@@ -115,6 +119,7 @@ describeEachStore('gateway: rate limits', ({ store }) => {
     await freshMinute();
     await limit({ name: 'gemini-one', scope: 'shapes', pattern: '*', upstream: 'gemini', requestsPerMinute: 1 });
     await limit({ name: 'anthropic-one', scope: 'shapes', pattern: '*', upstream: 'anthropic', requestsPerMinute: 1 });
+    await limit({ name: 'bedrock-one', scope: 'shapes', pattern: '*', upstream: 'bedrock', requestsPerMinute: 1 });
     const key = await agentWithKey(admin, 'shapes/agent');
     const gemini = (n: number) =>
       fetch(`${a.url}/llm/gemini/v1beta/models/gemini-2.5-flash:generateContent`, {
@@ -129,13 +134,30 @@ describeEachStore('gateway: rate limits', ({ store }) => {
     const body = (await over.json()) as any;
     assert.equal(body.error.code, 429);
     assert.equal(body.error.status, 'RESOURCE_EXHAUSTED');
-    assert.match(body.error.message, /gemini-one.*retry after/);
+    assert.match(body.error.message, /gemini-one.*Retry this one after \d+ s/);
 
     const claude = new Anthropic({ baseURL: `${b.url}/llm/anthropic`, apiKey: key, maxRetries: 0 });
     await claude.messages.create(chat('claude-sonnet-4-5', 16));
     await assert.rejects(claude.messages.create(chat('claude-sonnet-4-5', 16)), (err: unknown) => {
       assert.ok(err instanceof Anthropic.RateLimitError);
       assert.equal((err.error as any).error.type, 'rate_limit_error');
+      return true;
+    });
+    // Bedrock: the AWS SDK's ThrottlingException (x-amzn-errortype), which it retries itself; here once only.
+    const bedrock = new BedrockRuntimeClient({
+      endpoint: `${a.url}/llm/bedrock`,
+      region: 'us-east-1',
+      token: { token: key },
+      authSchemePreference: ['httpBearerAuth'],
+      requestHandler: new NodeHttpHandler(),
+      maxAttempts: 1,
+    });
+    const converse = () => bedrock.send(new ConverseCommand({ modelId: 'us.amazon.nova-pro-v1:0', messages: [{ role: 'user', content: [{ text: 'hi' }] }] }));
+    await converse();
+    await assert.rejects(converse(), (err: unknown) => {
+      assert.ok(err instanceof ThrottlingException, String(err));
+      assert.equal(err.$metadata.httpStatusCode, 429);
+      assert.match(err.message, /bedrock-one.*Retry this one after \d+ s/);
       return true;
     });
     // OpenAI is not limited for this identity.

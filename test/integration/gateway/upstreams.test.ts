@@ -1,6 +1,6 @@
 /**
  * Named upstreams of every kind, end to end: real SDK clients (openai, its AzureOpenAI client, @google/genai) ->
- * Reins (credential, policies, audit, prices) -> local fakes speaking each wire format. Two names of one kind reach
+ * Reins (credential, policies, model access, budgets, audit, prices) -> local fakes speaking each wire format. Two names of one kind reach
  * two upstreams; policies see object.llm.provider (the kind) and object.llm.upstream (the name); each kind refuses
  * in its own error shape.
  */
@@ -198,6 +198,119 @@ describeEachStore('gateway: named upstreams of every kind', ({ store }) => {
     const unauthenticated = await fetch(`${w.replica.url}/llm/gemini/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', body: '{}' });
     assert.equal(unauthenticated.status, 401);
     assert.equal(((await unauthenticated.json()) as any).error.status, 'UNAUTHENTICATED');
+  });
+
+  test('model access binds every kind: Gemini refuses PERMISSION_DENIED naming the model, an OpenAI-compatible server model_not_allowed', async () => {
+    const gatedKey = await agentWithKey(w.admin, 'gated/agent');
+    const rule = await w.admin.post('/api/v1/model-access', { scope: 'gated', models: ['gemini-2.5-flash', 'meta-llama/*'], description: 'two models' });
+    assert.equal(rule.status, 201, JSON.stringify(rule.body));
+    const ai = new GoogleGenAI({ apiKey: gatedKey, httpOptions: { baseUrl: `${w.replica.url}/llm/gemini` } });
+    const before = w.fake.hits.length;
+    await assert.rejects(ai.models.generateContent({ model: 'gemini-2.5-pro', contents: 'hi' }), (err: unknown) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.status, 403);
+      const body = JSON.parse(err.message) as { error: { code: number; message: string; status: string } };
+      assert.equal(body.error.status, 'PERMISSION_DENIED');
+      assert.match(body.error.message, /may not use model gemini-2\.5-pro/);
+      return true;
+    });
+    assert.equal(w.fake.hits.length, before, 'nothing went upstream');
+    assert.equal((await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hi' })).text, 'Hello from Gemini');
+    const vllm = new OpenAI({ baseURL: `${w.replica.url}/llm/vllm/v1`, apiKey: gatedKey, maxRetries: 0 });
+    await assert.rejects(vllm.chat.completions.create(chat('qwen-2.5')), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.PermissionDeniedError);
+      assert.equal(err.code, 'model_not_allowed');
+      return true;
+    });
+    assert.equal((await vllm.chat.completions.create(chat('meta-llama/Llama-3.1-8B-Instruct'))).choices.length, 1);
+    const refused = await llmEvent(w.admin, (e) => e.outcome === 'refused' && e.data.model === 'gemini-2.5-pro', `&identity=${enc('gated/agent')}`);
+    assert.equal(refused.data.upstream, 'gemini');
+    assert.equal(refused.data.refusal.reason, 'model_access');
+  });
+
+  test('budgets bind every kind: an unknown Gemini model is costed with the fallback (marked estimated) and spends the budget; Azure refuses 402 as OpenAI does', async () => {
+    const geminiKey = await agentWithKey(w.admin, 'budgeted/gemini');
+    const azureKey = await agentWithKey(w.admin, 'budgeted/azure');
+    for (const scope of ['budgeted/gemini', 'budgeted/azure']) {
+      const r = await w.admin.post('/api/v1/budget-rules', { name: `tiny ${scope}`, scope, pattern: '*', limitUsd: 0.000001, period: 'day' });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    // A Gemini model no price names: the fallback is Gemini's dearest listed model, never nothing.
+    const ai = new GoogleGenAI({ apiKey: geminiKey, httpOptions: { baseUrl: `${w.replica.url}/llm/gemini` } });
+    assert.equal((await ai.models.generateContent({ model: 'gemini-9-ultra', contents: 'hi', config: { maxOutputTokens: 39 } })).text, 'Hello from Gemini');
+    const costed = await llmEvent(w.admin, (e) => e.data.maxTokens === 39, `&identity=${enc('budgeted/gemini')}`);
+    assert.equal(costed.data.costEstimated, true);
+    assert.match(costed.data.pricedAs, /^gemini-2\.5-pro/);
+    // gemini-2.5-pro list price: $1.25 in / $10 out per million tokens.
+    assert.ok(Math.abs(costed.data.costUsd - (14 * 1.25 + 6 * 10) / 1e6) < 1e-12, String(costed.data.costUsd));
+    // The settlement is written after the answer: the next call is refused once it is in.
+    await waitFor(async () => {
+      try {
+        await ai.models.generateContent({ model: 'gemini-9-ultra', contents: 'hi' });
+        return false;
+      } catch (err) {
+        assert.ok(err instanceof ApiError, String(err));
+        assert.equal(err.status, 402);
+        const body = JSON.parse(err.message) as { error: { code: number; message: string; status: string } };
+        assert.equal(body.error.status, 'RESOURCE_EXHAUSTED');
+        assert.match(body.error.message, /budget "tiny budgeted\/gemini"/);
+        return true;
+      }
+    }, WAIT_MS, 50);
+
+    const client = new AzureOpenAI({ endpoint: `${w.replica.url}/llm/azure-eu`, apiKey: azureKey, apiVersion: '2024-10-21', deployment: 'chat-prod', maxRetries: 2 });
+    await client.chat.completions.create({ ...chat('') } as never);
+    await waitFor(async () => {
+      const before = w.fake.hits.length;
+      try {
+        await client.chat.completions.create({ ...chat('') } as never);
+        return false;
+      } catch (err) {
+        assert.ok(err instanceof OpenAI.APIError && err.status === 402, String(err));
+        assert.equal(err.code, 'budget_exceeded');
+        assert.equal(w.fake.hits.length, before, 'refused, not retried, nothing upstream');
+        return true;
+      }
+    }, WAIT_MS, 50);
+  });
+
+  test('Azure OpenAI: a held deployment stream stays open while held, and a denied one ends with the reason in-stream', async () => {
+    const created = await w.admin.post('/api/v1/policies', { name: 'review-azure', kind: 'approve', appliesTo: ['llm'], match: "object.llm.upstream == 'azure-eu'", message: 'Azure is reviewed.' });
+    assert.equal(created.status, 201);
+    try {
+      const held = async (prompt: string) => {
+        const stream = await azure().chat.completions.create({ model: '', messages: [{ role: 'user', content: prompt }], stream: true } as never);
+        let text = '';
+        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) text += chunk.choices[0]?.delta.content ?? '';
+        return text;
+      };
+      const pendingEntry = async (prompt: string) => {
+        let entry: any;
+        await waitFor(async () => {
+          entry = (await w.admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.promptExcerpt === prompt);
+          return entry !== undefined;
+        }, WAIT_MS);
+        return entry;
+      };
+      const approved = held('review this azure prompt');
+      const entry = await pendingEntry('review this azure prompt');
+      assert.equal(entry.model, 'chat-prod', 'the deployment names the model while held');
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${entry.id}/approve`, {})).status, 200);
+      assert.equal(await approved, 'Hello world');
+
+      const before = w.fake.hits.length;
+      const denied = held('deny this azure prompt');
+      const doomed = await pendingEntry('deny this azure prompt');
+      assert.equal((await w.admin.post(`/api/v1/held-calls/${doomed.id}/deny`, { note: 'not today' })).status, 200);
+      await assert.rejects(denied, (err: unknown) => {
+        assert.ok(err instanceof OpenAI.APIError, String(err));
+        assert.match(err.message, /not today|denied/);
+        return true;
+      });
+      assert.equal(w.fake.hits.length, before, 'a denied call never goes upstream');
+    } finally {
+      await w.admin.delete('/api/v1/policies/review-azure');
+    }
   });
 
   test('Gemini: a held streamGenerateContent stays open while held and completes when released; countTokens is never held', async () => {
