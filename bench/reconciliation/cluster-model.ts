@@ -1,18 +1,37 @@
 /**
- * The synthetic cluster and day of sensor evidence of the reconciliation benchmark: 2,000 workloads (Deployments
- * behind ReplicaSets, 3 pods each) in 20 namespaces on 20 nodes; each workload talks to a handful of destinations
- * (an AI provider or two for some, package registries, in-cluster Services, cluster DNS), seen as DNS questions
- * (with answers, search-domain expansions included) and connections. Deterministic: the same seed gives the same
- * day.
+ * The synthetic cluster and day of sensor evidence of the reconciliation benchmark: by default 20,000 workloads
+ * (Deployments behind ReplicaSets, 3 pods each) in 20 namespaces, about 60 pods a node (1,000 nodes), a healthy
+ * cluster (README.md, "The model"): a quarter of the workloads make no outbound connection in the day, most of the
+ * rest reach in-cluster Services, cluster DNS, package registries and other SaaS, a fifth call AI providers through
+ * the service's own Service, and a few percent reach a provider around it (the findings). Seen as DNS questions (with
+ * answers, search-domain expansions included) and connections. Deterministic: the same seed gives the same day.
  */
 import { kube, type FakeKubeApi } from '../../test/fakes/fake-kube-api.js';
 
 export const NAMESPACES = 20;
-/** `BENCH_WORKLOADS` (default 2,000; 20,000 for the every-workload-has-a-row figure) spread over the namespaces. */
-export const WORKLOADS_PER_NAMESPACE = Math.max(1, Math.floor(Number(process.env.BENCH_WORKLOADS ?? 2000) / NAMESPACES));
+/** `BENCH_WORKLOADS` (default 20,000, issue 24's scale; 2,000 for the smaller figure) spread over the namespaces. */
+export const WORKLOADS_PER_NAMESPACE = Math.max(1, Math.floor(Number(process.env.BENCH_WORKLOADS ?? 20_000) / NAMESPACES));
+export const WORKLOADS = NAMESPACES * WORKLOADS_PER_NAMESPACE;
 export const PODS_PER_WORKLOAD = 3;
-export const NODES = 20;
+/** Pods per node: Kubernetes' default limit is 110; managed clusters run 30-60 on a typical node. */
+export const PODS_PER_NODE = 60;
+export const NODES = Math.max(20, Math.ceil((WORKLOADS * PODS_PER_WORKLOAD) / PODS_PER_NODE));
 export const IN_CLUSTER_SERVICES = 200;
+/** Observations of a full run: issue 24's day (5,000,000 at 20,000 workloads), 50 per workload below 20,000 (1,000,000 at 2,000 before). */
+export const DEFAULT_OBSERVATIONS = WORKLOADS >= 20_000 ? 5_000_000 : 500 * WORKLOADS;
+
+/** Shares of the workloads (README.md, "The model"). */
+export const SHARES = {
+  /** No outbound connection or DNS question in the day (inbound-only services, idle batch, scaled to zero). */
+  quiet: 0.25,
+  /** Call AI providers through the gateway: the service's own Service, by name. */
+  gateway: 0.2,
+  /** Reach an AI provider outside governance (the runtime guard's findings); a second provider for a quarter of them. */
+  bypass: 0.04,
+  secondProvider: 0.25,
+  registry: 0.6,
+  otherExternal: 0.3,
+};
 
 /** A small PRNG (mulberry32): deterministic evidence without a dependency. */
 export function rng(seed: number): () => number {
@@ -50,20 +69,30 @@ const OTHER_EXTERNAL: Destination[] = [
   { name: 'hooks.slack.com', ip: '3.120.0.10' },
 ];
 const KUBE_DNS = '10.96.0.10';
+/** The service's own Service (seedKube): what a governed workload talks to. */
+const GATEWAY: Destination = { name: 'reins.reins.svc.cluster.local', ip: '10.96.7.7' };
 
 export interface PodModel {
   namespace: string;
   name: string;
   ip: string;
   node: string;
-  /** What the pod reaches: names with the address they resolve to ('' for in-cluster names). */
+  /** What the pod reaches: names with the address they resolve to. Empty for a quiet workload. */
   destinations: Destination[];
 }
 
 export interface ClusterModel {
   pods: PodModel[];
+  /** Per node, its pods with outbound evidence (what its sensor reports about). */
   podsByNode: PodModel[][];
   nodes: string[];
+  /** `<namespace>/<name>` of the workloads that call the gateway (their audit events; the bypassing ones too, split traffic). */
+  governedIdentities: string[];
+}
+
+/** A node's InternalIP (1,000 nodes need more than one /24). */
+export function nodeAddress(i: number): string {
+  return `192.168.${10 + Math.floor(i / 250)}.${(i % 250) + 1}`;
 }
 
 function serviceIp(i: number): string {
@@ -73,24 +102,36 @@ function serviceIp(i: number): string {
 export function buildModel(seed = 7): ClusterModel {
   const random = rng(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-  const nodes = Array.from({ length: NODES }, (_, i) => `node-${String(i).padStart(2, '0')}`);
+  const nodes = Array.from({ length: NODES }, (_, i) => `node-${String(i).padStart(NODES > 100 ? 4 : 2, '0')}`);
   const pods: PodModel[] = [];
+  const governedIdentities: string[] = [];
   let podIndex = 0;
   for (let n = 0; n < NAMESPACES; n++) {
     const namespace = `team-${String(n).padStart(2, '0')}`;
     for (let w = 0; w < WORKLOADS_PER_NAMESPACE; w++) {
       const workload = `svc-${String(w).padStart(3, '0')}`;
-      // A workload's destinations: about a third reach AI providers around the gateway, most use registries and
-      // in-cluster Services, everyone asks cluster DNS.
+      // A workload's destinations (SHARES): quiet ones reach nothing; the others use in-cluster Services and cluster
+      // DNS, most a registry, some other SaaS, a fifth the gateway, a few an AI provider around it.
       const destinations: Destination[] = [];
-      if (random() < 0.35) destinations.push(pick(PROVIDERS));
-      if (random() < 0.1) destinations.push(pick(PROVIDERS));
-      if (random() < 0.6) destinations.push(pick(REGISTRIES));
-      if (random() < 0.3) destinations.push(pick(OTHER_EXTERNAL));
-      for (let s = 0; s < 2; s++) {
-        const i = Math.floor(random() * IN_CLUSTER_SERVICES);
-        destinations.push({ name: `backend-${i}.shared.svc.cluster.local`, ip: serviceIp(i) });
+      const quiet = random() < SHARES.quiet;
+      let governed = false;
+      if (!quiet) {
+        if (random() < SHARES.bypass) {
+          destinations.push(pick(PROVIDERS));
+          if (random() < SHARES.secondProvider) destinations.push(pick(PROVIDERS));
+        }
+        if (random() < SHARES.gateway) {
+          destinations.push(GATEWAY);
+          governed = true;
+        }
+        if (random() < SHARES.registry) destinations.push(pick(REGISTRIES));
+        if (random() < SHARES.otherExternal) destinations.push(pick(OTHER_EXTERNAL));
+        for (let s = 0; s < 2; s++) {
+          const i = Math.floor(random() * IN_CLUSTER_SERVICES);
+          destinations.push({ name: `backend-${i}.shared.svc.cluster.local`, ip: serviceIp(i) });
+        }
       }
+      if (governed || destinations.some((d) => PROVIDERS.includes(d))) governedIdentities.push(`${namespace}/${workload}`);
       for (let p = 0; p < PODS_PER_WORKLOAD; p++) {
         podIndex += 1;
         pods.push({
@@ -103,13 +144,14 @@ export function buildModel(seed = 7): ClusterModel {
       }
     }
   }
-  const podsByNode = nodes.map((node) => pods.filter((p) => p.node === node));
-  return { pods, podsByNode, nodes };
+  const podsByNode: PodModel[][] = nodes.map(() => []);
+  for (const pod of pods) if (pod.destinations.length > 0) podsByNode[nodes.indexOf(pod.node)]!.push(pod);
+  return { pods, podsByNode, nodes, governedIdentities };
 }
 
 /** The model's objects in the fake Kubernetes API (plus cluster DNS, the API server and the service's own Service). */
 export function seedKube(api: FakeKubeApi, model: ClusterModel): void {
-  for (const [i, node] of model.nodes.entries()) api.upsert('nodes', kube.node({ name: node, addresses: [`192.168.10.${i + 1}`] }));
+  for (const [i, node] of model.nodes.entries()) api.upsert('nodes', kube.node({ name: node, addresses: [nodeAddress(i)] }));
   api.upsert('services', kube.service({ namespace: 'default', name: 'kubernetes', clusterIP: '10.96.0.1' }));
   api.upsert('endpointslices', kube.endpointSlice({ namespace: 'default', service: 'kubernetes', name: 'kubernetes', endpoints: [{ address: '172.20.5.5' }] }));
   api.upsert('services', kube.service({ namespace: 'kube-system', name: 'kube-dns', clusterIP: KUBE_DNS, labels: { 'k8s-app': 'kube-dns' } }));
@@ -139,6 +181,7 @@ const SUBJECTS = ['/usr/local/bin/python3.12', '/usr/bin/node', '/app/server'];
 export function reportBody(model: ClusterModel, nodeIndex: number, size: number, fromUnix: number, toUnix: number, random: () => number): string {
   const pods = model.podsByNode[nodeIndex]!;
   const node = model.nodes[nodeIndex]!;
+  if (pods.length === 0) return JSON.stringify({ node, sentAtUnix: toUnix, observations: [] });
   const items: object[] = [];
   while (items.length < size) {
     const pod = pods[Math.floor(random() * pods.length)]!;
@@ -160,4 +203,21 @@ export function reportBody(model: ClusterModel, nodeIndex: number, size: number,
   }
   items.length = size;
   return JSON.stringify({ node, sentAtUnix: toUnix, observations: items });
+}
+
+/**
+ * The day's governed calls (audit events): `[type, identity, host or null, atUnix]`, from the workloads that call the
+ * gateway (and those that also bypass it). Half LLM requests, a quarter egress (with a host), a quarter MCP.
+ */
+export function auditEvents(model: ClusterModel, count: number, startUnix: number, endUnix: number): Array<[string, string, string | null, number]> {
+  const random = rng(11);
+  const hosts = ['api.openai.com', 'api.anthropic.com', 'pypi.org', 'github.com'];
+  const out: Array<[string, string, string | null, number]> = [];
+  for (let i = 0; i < count; i++) {
+    const subject = model.governedIdentities[Math.floor(random() * model.governedIdentities.length)]!;
+    const type = random() < 0.5 ? 'llm' : random() < 0.5 ? 'egress' : 'mcp';
+    const at = Math.floor(startUnix + random() * (endUnix - startUnix));
+    out.push([type, subject, type === 'egress' ? hosts[Math.floor(random() * hosts.length)]! : null, at]);
+  }
+  return out;
 }

@@ -25,12 +25,12 @@ import { ObservationIndex } from '../../src/runtime-guard/observation-index.js';
 import type { GovernedCallType } from '../../src/shared/governed-call.js';
 import type { ClusterFacts, GovernedCall, Observation, ReconcileInput, ReconciliationResult } from '../../src/runtime-guard/types.js';
 import { resolveWindow } from '../../src/runtime-guard/window.js';
-import { buildModel, IN_CLUSTER_SERVICES, NAMESPACES, reportBody, rng, WORKLOADS_PER_NAMESPACE, type ClusterModel } from './cluster-model.js';
+import { auditEvents, buildModel, DEFAULT_OBSERVATIONS, IN_CLUSTER_SERVICES, nodeAddress, reportBody, rng, WORKLOADS, type ClusterModel } from './cluster-model.js';
 
 const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '20' },
-    observations: { type: 'string', default: '1000000' },
+    observations: { type: 'string', default: String(DEFAULT_OBSERVATIONS) },
     'audit-events': { type: 'string', default: '100000' },
     engine: { type: 'string' },
     'warm-up': { type: 'boolean', default: false },
@@ -93,7 +93,7 @@ function modelFacts(model: ClusterModel, nowUnix: number): ClusterFacts {
     }),
     services,
     endpointSlices: [{ namespace: 'default', serviceName: 'kubernetes', endpoints: [{ addresses: ['172.20.5.5'] }] }],
-    nodes: model.nodes.map((name, i) => ({ name, addresses: [`192.168.10.${i + 1}`, name] })),
+    nodes: model.nodes.map((name, i) => ({ name, addresses: [nodeAddress(i), name] })),
     apiServerAddresses: ['127.0.0.1'],
     clusterDnsAddresses: ['10.96.0.10'],
     selfService: { namespace: 'reins', name: 'reins' },
@@ -124,16 +124,8 @@ function modelObservations(model: ClusterModel, index: ObservationIndex, startUn
 }
 
 /** run.ts's audit events (rng(11)), summed per (type, identity, host) as GovernedCallFeed does. */
-function modelCalls(calls: GovernedCallIndex, startUnix: number, endUnix: number): void {
-  const random = rng(11);
-  const hosts = ['api.openai.com', 'api.anthropic.com', 'pypi.org', 'github.com'];
-  for (let i = 0; i < AUDIT_EVENTS; i++) {
-    const ns = `team-${String(Math.floor(random() * NAMESPACES)).padStart(2, '0')}`;
-    const subject = `${ns}/svc-${String(Math.floor(random() * WORKLOADS_PER_NAMESPACE)).padStart(3, '0')}`;
-    const type: GovernedCallType = random() < 0.5 ? 'llm' : random() < 0.5 ? 'egress' : 'mcp';
-    const at = Math.floor(startUnix + random() * (endUnix - startUnix));
-    calls.add(type, subject, type === 'egress' ? hosts[Math.floor(random() * hosts.length)]! : null, at);
-  }
+function modelCalls(model: ClusterModel, calls: GovernedCallIndex, startUnix: number, endUnix: number): void {
+  for (const [type, subject, host, at] of auditEvents(model, AUDIT_EVENTS, startUnix, endUnix)) calls.add(type as GovernedCallType, subject, host, at);
 }
 
 const round = (n: number): number => Math.round(n * 10) / 10;
@@ -147,7 +139,8 @@ const index = new ObservationIndex();
 const calls = new GovernedCallIndex();
 let rowsRepresented = 0;
 let fromCache = false;
-const cachePath = join(tmpdir(), `reins-engine-input-${OBSERVATIONS}-${AUDIT_EVENTS}${NAMESPACES * WORKLOADS_PER_NAMESPACE === 2000 ? "" : `-w${NAMESPACES * WORKLOADS_PER_NAMESPACE}`}.json`);
+// "m2": the healthy-cluster model (README.md, "The model"); the earlier model's caches are not reused.
+const cachePath = join(tmpdir(), `reins-engine-input-m2-${OBSERVATIONS}-${AUDIT_EVENTS}-w${WORKLOADS}.json`);
 if (!args.rebuild && existsSync(cachePath)) {
   // The window's sums stand for the rows: one row per engine slot and per call tuple gives the same aggregate.
   const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as { rows: number; observations: Observation[]; calls: GovernedCall[] };
@@ -157,7 +150,7 @@ if (!args.rebuild && existsSync(cachePath)) {
   fromCache = true;
 } else {
   modelObservations(model, index, startUnix, endUnix);
-  modelCalls(calls, startUnix, endUnix);
+  modelCalls(model, calls, startUnix, endUnix);
   rowsRepresented = index.size;
   const w = resolveWindow(NOW_UNIX, '24h');
   writeFileSync(cachePath, JSON.stringify({ rows: index.size, observations: index.aggregate(w), calls: calls.aggregate(w) }));

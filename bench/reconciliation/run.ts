@@ -1,12 +1,12 @@
 /**
  * bench/reconciliation: one Reins replica on a fresh PostgreSQL database with the runtime guard on (its real
- * cluster side against the fake Kubernetes API of the tests, 2,000 Deployments); 1,000,000 sensor observations
+ * cluster side against the fake Kubernetes API of the tests, 20,000 Deployments on 1,000 nodes); 5,000,000 sensor observations
  * spread over the last 24 h sent through the real ingest route by several concurrent senders; then the 24-hour
  * reconciliation answer timed, first and warm, and again after a restart (the index loaded from the table).
  *
  *   node --import tsx bench/reconciliation/run.ts [--quick] [--observations N] [--senders S] [--out DIR]
  *
- * README.md beside this file says what is measured; RESULTS.md holds the last full run.
+ * README.md beside this file says what is measured; bench/results/reconciliation.md holds the last full run, RESULTS.md the history.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,7 +24,7 @@ import { startFakeKubeApi } from '../../test/fakes/fake-kube-api.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { summarize, type LatencySummary } from '../gateway-overhead/load.js';
 import { type Child, delay, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
-import { buildModel, NAMESPACES, PODS_PER_WORKLOAD, reportBody, rng, seedKube, WORKLOADS_PER_NAMESPACE } from './cluster-model.js';
+import { auditEvents, buildModel, DEFAULT_OBSERVATIONS, NODES, PODS_PER_WORKLOAD, reportBody, rng, seedKube, WORKLOADS } from './cluster-model.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -47,21 +47,26 @@ const positive = (name: string, s: string): number => {
   return Number(s);
 };
 const REPORT_SIZE = 500;
-const OBSERVATIONS = args.observations !== undefined ? positive('observations', args.observations) : args.quick ? 100_000 : 1_000_000;
+const OBSERVATIONS = args.observations !== undefined ? positive('observations', args.observations) : args.quick ? 100_000 : DEFAULT_OBSERVATIONS;
 const SENDERS = positive('senders', args.senders!);
 const REPEATS = positive('repeats', args.repeats!);
 const AUDIT_EVENTS = args['audit-events'] !== undefined ? Number(args['audit-events']) : args.quick ? 10_000 : 100_000;
-const TARGET_ANSWER_MS = 500;
-const TARGET_INGEST_PER_S = 20_000;
-const FULL = OBSERVATIONS >= 1_000_000;
+// Issue 24's targets, for 20,000 workloads and 5,000,000 observations in the 24 h window.
+const TARGET_WARM_P95_MS = 1000;
+const TARGET_FIRST_MS = 2000;
+const TARGET_RSS_MB = 1536;
+const TARGET_INGEST_PER_S = 50_000;
+const FULL = OBSERVATIONS >= 5_000_000 && WORKLOADS >= 20_000;
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-function memoryMb(pid: number): number {
+/** The process's resident memory now and its peak so far (VmHWM), in MB. */
+function memoryMb(pid: number): { rss: number; peak: number } {
   const status = execFileSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' });
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) / 1024;
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -113,7 +118,7 @@ async function main(): Promise<void> {
       const r = await call('GET', '/api/v1/runtime/reconciliation?window=5m', admin);
       const body = JSON.parse(r.text) as { enabled: boolean; networkDetectorDisabled: boolean; reason: string };
       if (body.enabled && !body.networkDetectorDisabled) break;
-      if (performance.now() - readyAt > 60_000) throw new Error(`runtime guard not ready: ${r.text.slice(0, 300)}`);
+      if (performance.now() - readyAt > 600_000) throw new Error(`runtime guard not ready: ${r.text.slice(0, 300)}`);
       await delay(200);
     }
     log(`replica ready (${round(reins.readyMs)} ms to listen); cluster facts synced after ${round(performance.now() - readyAt)} ms more`);
@@ -127,17 +132,10 @@ async function main(): Promise<void> {
     // Gateway traffic of the day in the audit log: written directly (the gateway's own throughput is another bench).
     if (AUDIT_EVENTS > 0) {
       log(`writing ${AUDIT_EVENTS} governed-call audit events…`);
-      const random = rng(11);
-      const hosts = ['api.openai.com', 'api.anthropic.com', 'pypi.org', 'github.com'];
+      const events = auditEvents(model, AUDIT_EVENTS, startUnix, endUnix);
       for (let done = 0; done < AUDIT_EVENTS; ) {
         const batch = Math.min(10_000, AUDIT_EVENTS - done);
-        const rows = Array.from({ length: batch }, () => {
-          const ns = `team-${String(Math.floor(random() * NAMESPACES)).padStart(2, '0')}`;
-          const subject = `${ns}/svc-${String(Math.floor(random() * WORKLOADS_PER_NAMESPACE)).padStart(3, '0')}`;
-          const type = random() < 0.5 ? 'llm' : random() < 0.5 ? 'egress' : 'mcp';
-          const at = new Date((startUnix + random() * (endUnix - startUnix)) * 1000).toISOString();
-          return [type, `${type}.request`, subject, type === 'egress' ? hosts[Math.floor(random() * hosts.length)] : null, at];
-        });
+        const rows = events.slice(done, done + batch).map(([type, subject, host, at]) => [type, `${type}.request`, subject, host, new Date(at * 1000).toISOString()]);
         await db.query(
           `INSERT INTO audit_events (type, action, actor_kind, actor_id, subject, host, at)
            SELECT e->>0, e->>1, 'agent', e->>2, e->>2, e->>3, (e->>4)::timestamptz FROM jsonb_array_elements($1::jsonb) AS e`,
@@ -157,6 +155,7 @@ async function main(): Promise<void> {
     let sent = 0;
     let failed = 0;
     const t0 = performance.now();
+    const ingestLoad = [os.loadavg()[0]!];
     await Promise.all(
       Array.from({ length: SENDERS }, async (_, s) => {
         const random = rng(100 + s);
@@ -180,6 +179,7 @@ async function main(): Promise<void> {
       }),
     );
     const ingestMs = performance.now() - t0;
+    ingestLoad.push(os.loadavg()[0]!);
     const ingestCpuMs = processCpuMs(reins.child.pid) - cpuBefore;
     const stored = Number((await db.query('SELECT count(*) AS n FROM runtime_observations')).rows[0].n);
     const ingestPerS = stored / (ingestMs / 1000);
@@ -188,7 +188,8 @@ async function main(): Promise<void> {
 
     // Server-Timing of the warm answers, summed per step (index, calls, aggregate, engine), to split the time.
     let phases = new Map<string, number[]>();
-    const time = async (): Promise<{ ms: number; bytes: number; body: any }> => {
+    // Time to the answer's last byte; the runner's own JSON.parse (client work, 20-30 MB at 20,000 workloads) is left out.
+    const time = async (): Promise<{ ms: number; bytes: number; readonly body: any }> => {
       const r0 = performance.now();
       const r = await call('GET', '/api/v1/runtime/reconciliation?window=24h', admin);
       const ms = performance.now() - r0;
@@ -202,8 +203,15 @@ async function main(): Promise<void> {
       }
       // index and calls run in parallel.
       const server = Math.max(steps.get('index') ?? 0, steps.get('calls') ?? 0) + (steps.get('aggregate') ?? 0) + (steps.get('engine') ?? 0);
-      phases.set('rest (serialize, transfer, parse)', [...(phases.get('rest (serialize, transfer, parse)') ?? []), ms - server]);
-      return { ms, bytes: r.text.length, body: JSON.parse(r.text) };
+      phases.set('rest (serialize, transfer)', [...(phases.get('rest (serialize, transfer)') ?? []), ms - server]);
+      let parsed: unknown;
+      return {
+        ms,
+        bytes: Buffer.byteLength(r.text),
+        get body() {
+          return (parsed ??= JSON.parse(r.text));
+        },
+      };
     };
     const phaseMedians = (): string =>
       [...phases].map(([name, values]) => `${name} ${round([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!)}`).join(', ');
@@ -212,15 +220,17 @@ async function main(): Promise<void> {
       const sorted = [...values].sort((a, b) => a - b);
       return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(0.95 * sorted.length) - 1))]!;
     };
-    const timings = async (label: string): Promise<{ first: number; warm: LatencySummary & { p95: number }; bytes: number; body: any; rss: number; phases: string }> => {
+    const timings = async (label: string): Promise<{ first: number; warm: LatencySummary & { p95: number }; bytes: number; body: any; rss: number; peak: number; phases: string }> => {
       const first = await time();
       phases = new Map();
       const warm: number[] = [];
       for (let i = 0; i < REPEATS; i++) warm.push((await time()).ms);
       const summary = { ...summarize(warm)!, p95: p95(warm) };
-      const rss = memoryMb(reins.child.pid);
-      log(`${label}: first ${round(first.ms)} ms, warm p50 ${round(summary.p50)} ms / p95 ${round(summary.p95)} ms (${first.bytes} bytes); RSS ${round(rss)} MB; warm medians (ms): ${phaseMedians()}`);
-      return { first: first.ms, warm: summary, bytes: first.bytes, body: first.body, rss, phases: phaseMedians() };
+      const { rss, peak } = memoryMb(reins.child.pid);
+      log(
+        `${label}: first ${round(first.ms)} ms, warm p50 ${round(summary.p50)} ms / p95 ${round(summary.p95)} ms (${first.bytes} bytes); RSS ${round(rss)} MB (peak ${round(peak)}); warm medians (ms): ${phaseMedians()}; load ${round(os.loadavg()[0]!, 1)}`,
+      );
+      return { first: first.ms, warm: summary, bytes: first.bytes, body: first.body, rss, peak, phases: phaseMedians() };
     };
 
     const afterIngest = await timings('after ingest');
@@ -241,7 +251,7 @@ async function main(): Promise<void> {
       const answer = await time();
       if (restartFirst === 0) restartFirst = answer.ms;
       if (!answer.body.networkDetectorDisabled) break;
-      if (performance.now() - restartT0 > 120_000) throw new Error('no complete answer within 2 minutes of a restart');
+      if (performance.now() - restartT0 > 900_000) throw new Error('no complete answer within 15 minutes of a restart');
       await delay(100);
     }
     const restartCompleteMs = performance.now() - restartT0;
@@ -253,8 +263,9 @@ async function main(): Promise<void> {
       at: new Date().toISOString(),
       machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${(await db.query('SELECT version()')).rows[0].version.split(' on ')[0]}`,
       observations: { requested: OBSERVATIONS, stored, reports, reportSize: REPORT_SIZE, senders: SENDERS, refused: failed },
-      workloads: NAMESPACES * WORKLOADS_PER_NAMESPACE,
-      pods: NAMESPACES * WORKLOADS_PER_NAMESPACE * PODS_PER_WORKLOAD,
+      workloads: WORKLOADS,
+      pods: WORKLOADS * PODS_PER_WORKLOAD,
+      nodes: NODES,
       auditEvents: AUDIT_EVENTS,
       ingest: { seconds: ingestMs / 1000, perSecond: ingestPerS, reportMs: reportLatency, replicaCpuMs: ingestCpuMs },
       reconciliation: {
@@ -263,28 +274,30 @@ async function main(): Promise<void> {
         rowsWithN: rows.filter((r) => r.n > 0).length,
         bytes: afterIngest.bytes,
         networkDetectorDisabled: afterIngest.body.networkDetectorDisabled,
-        afterIngest: { firstMs: afterIngest.first, warm: afterIngest.warm, rssMb: afterIngest.rss },
-        afterRestart: { readyMs: reins.readyMs, firstMs: restartFirst, completeMs: restartCompleteMs, warm: restart.warm, rssMb: restart.rss },
+        afterIngest: { firstMs: afterIngest.first, warm: afterIngest.warm, rssMb: afterIngest.rss, peakRssMb: afterIngest.peak },
+        afterRestart: { readyMs: reins.readyMs, firstMs: restartFirst, completeMs: restartCompleteMs, warm: restart.warm, rssMb: restart.rss, peakRssMb: restart.peak },
       },
       ingestLag: status.ingestLag,
     };
+    const peakMb = Math.max(afterIngest.peak, restart.peak);
     const targets = [
-      { name: `reconciliation answer (24h window) < ${TARGET_ANSWER_MS} ms, warm p50`, pass: afterIngest.warm.p50 < TARGET_ANSWER_MS, value: `${round(afterIngest.warm.p50)} ms` },
-      { name: `reconciliation answer (24h window) < ${TARGET_ANSWER_MS} ms, warm p95`, pass: afterIngest.warm.p95 < TARGET_ANSWER_MS, value: `${round(afterIngest.warm.p95)} ms` },
-      { name: `reconciliation answer, first after ingest < ${TARGET_ANSWER_MS} ms`, pass: afterIngest.first < TARGET_ANSWER_MS, value: `${round(afterIngest.first)} ms` },
-      { name: `ingest >= ${TARGET_INGEST_PER_S} observations/s`, pass: ingestPerS >= TARGET_INGEST_PER_S, value: `${Math.round(ingestPerS)} obs/s` },
+      { name: `reconciliation answer (24h window), warm p95 < ${TARGET_WARM_P95_MS} ms`, pass: afterIngest.warm.p95 < TARGET_WARM_P95_MS, value: `${round(afterIngest.warm.p95)} ms` },
+      { name: `reconciliation answer, first after ingest < ${TARGET_FIRST_MS} ms`, pass: afterIngest.first < TARGET_FIRST_MS, value: `${round(afterIngest.first)} ms` },
+      { name: `replica memory (peak RSS, both processes of the run) < ${TARGET_RSS_MB} MB`, pass: peakMb < TARGET_RSS_MB, value: `${round(peakMb)} MB` },
+      { name: `ingest >= ${TARGET_INGEST_PER_S} observations/s through the route, one replica on PostgreSQL`, pass: ingestPerS >= TARGET_INGEST_PER_S, value: `${Math.round(ingestPerS)} obs/s` },
     ];
     const md = [
       '# bench/reconciliation',
       '',
-      `${summary.at}; ${summary.machine}. One Reins replica from dist/ on a fresh database${NODE_OPTIONS ? ` (node ${NODE_OPTIONS})` : ''}, its cluster side on the fake Kubernetes API (${summary.workloads} Deployments, ${summary.pods} pods, 20 nodes). \`node --import tsx bench/reconciliation/run.ts${args.quick ? ' --quick' : ''}${NODE_OPTIONS ? ` --node-options=${NODE_OPTIONS}` : ''}\`; see bench/reconciliation/README.md.`,
+      `${summary.at}; ${summary.machine}. One Reins replica from dist/ on a fresh database${NODE_OPTIONS ? ` (node ${NODE_OPTIONS})` : ''}, its cluster side on the fake Kubernetes API (${summary.workloads} Deployments, ${summary.pods} pods, ${NODES} nodes; the model: README.md). \`node --import tsx bench/reconciliation/run.ts${args.quick ? ' --quick' : ''}${NODE_OPTIONS ? ` --node-options=${NODE_OPTIONS}` : ''}\`; see bench/reconciliation/README.md.`,
       '',
       '| figure | value |',
       '| --- | --- |',
       `| observations stored (reports of ${REPORT_SIZE}, refused) | ${stored} (${reports}, ${failed}) |`,
       `| concurrent senders | ${SENDERS} |`,
       `| ingest throughput (observations/s) | ${Math.round(ingestPerS)} |`,
-      `| ingest wall time (s) / replica CPU (s) | ${round(ingestMs / 1000, 1)} / ${round(ingestCpuMs / 1000, 1)} |`,
+      `| ingest wall time (s) / replica CPU (s) / observations per replica CPU second | ${round(ingestMs / 1000, 1)} / ${round(ingestCpuMs / 1000, 1)} / ${Math.round(stored / (ingestCpuMs / 1000))} |`,
+      `| machine load average (1 min) when the ingest started / ended | ${round(ingestLoad[0]!, 1)} / ${round(ingestLoad[1]!, 1)} |`,
       `| report round trip p50 / p99 (ms) | ${round(reportLatency.p50)} / ${round(reportLatency.p99)} |`,
       `| governed-call audit events in the window | ${AUDIT_EVENTS} |`,
       `| reconciliation rows / with findings / with n > 0 | ${rows.length} / ${summary.reconciliation.rowsWithFindings} / ${summary.reconciliation.rowsWithN} |`,
@@ -292,7 +305,7 @@ async function main(): Promise<void> {
       `| 24h answer, first after ingest (ms) | ${round(afterIngest.first)} |`,
       `| 24h answer, warm p50 / p95 / max (ms, ${REPEATS} requests) | ${round(afterIngest.warm.p50)} / ${round(afterIngest.warm.p95)} / ${round(afterIngest.warm.max)} |`,
       `| warm answer, median per step (ms; Server-Timing) | ${afterIngest.phases} |`,
-      `| replica RSS with the index (MB) | ${round(afterIngest.rss)} |`,
+      `| replica RSS with the index, now / peak (MB) | ${round(afterIngest.rss)} / ${round(afterIngest.peak)} |`,
       `| after a restart: listening (ms) / first answer, index loaded from the table (ms) / first complete answer, facts synced (ms after listening) | ${round(reins.readyMs)} / ${round(restartFirst)} / ${round(restartCompleteMs)} |`,
       `| after a restart: warm p50 / p95 (ms) | ${round(restart.warm.p50)} / ${round(restart.warm.p95)} |`,
       `| ingest lag after the run (lag, scrapeError) | ${status.ingestLag.lag}, ${status.ingestLag.scrapeError === '' ? 'none' : status.ingestLag.scrapeError} |`,
@@ -301,14 +314,15 @@ async function main(): Promise<void> {
       '## Targets',
       '',
       ...targets.map((t) => `- ${t.pass ? 'PASS' : 'FAIL'}: ${t.name}: ${t.value}`),
-      ...(FULL ? [] : ['', `Not a full run (${OBSERVATIONS} observations): the targets are for 1,000,000.`]),
+      ...(FULL ? [] : ['', `Not a full run (${WORKLOADS} workloads, ${OBSERVATIONS} observations): the targets are for 20,000 and 5,000,000.`]),
       '',
     ].join('\n');
-    const outDir = args.out ?? (FULL ? HERE : os.tmpdir());
+    // A full run goes to bench/results (RESULTS.md beside this file keeps the history of runs, by hand).
+    const outDir = args.out ?? (FULL ? join(ROOT, 'bench/results') : os.tmpdir());
     mkdirSync(outDir, { recursive: true });
-    const mdPath = join(outDir, FULL ? 'RESULTS.md' : 'RESULTS.quick.md');
+    const mdPath = join(outDir, FULL ? 'reconciliation.md' : 'reconciliation.quick.md');
     writeFileSync(mdPath, md);
-    writeFileSync(join(outDir, FULL ? 'results.json' : 'results.quick.json'), `${JSON.stringify({ ...summary, targets }, null, 2)}\n`);
+    writeFileSync(join(outDir, FULL ? 'reconciliation.json' : 'reconciliation.quick.json'), `${JSON.stringify({ ...summary, targets }, null, 2)}\n`);
     log(`\n${md}\nwritten to ${mdPath}`);
     await pool.close();
     process.exitCode = targets.every((t) => t.pass) ? 0 : 2;

@@ -157,10 +157,27 @@ export function buildFactsIndex(facts: ClusterFacts): FactsIndex {
   const inClusterRanges = (ip: string): boolean => clusterAddresses.has(ip) || inIpv4Ranges(ip, clusterRanges);
   const externalEndpoints = new Map<string, string>();
 
+  // Services whose EndpointSlices list an address outside the cluster's ranges (a Service without a selector
+  // pointing at a public address). Their ClusterIPs are fronts for those addresses: with kube-proxy (iptables or
+  // IPVS) the sensor sees the connection to the ClusterIP, which is translated to the external endpoint after it.
+  // Such a ClusterIP is classified like the external endpoint itself, never `in-cluster`.
+  const externallyBacked = new Set<string>();
+  for (const slice of facts.endpointSlices) {
+    if (serviceReason(slice.namespace, slice.serviceName) !== 'in-cluster') continue;
+    for (const endpoint of slice.endpoints) {
+      for (const ip of endpoint.addresses) {
+        if (ip !== '' && !isImds(ip) && !isNodeOrLinkLocal(ip) && !inClusterRanges(ip)) externallyBacked.add(nsKey(slice.namespace, slice.serviceName));
+      }
+    }
+  }
   const serviceNames = new Set<string>();
   for (const svc of facts.services) {
     serviceNames.add(`${svc.name}.${svc.namespace}`);
-    for (const ip of svc.clusterIPs) add(ip, serviceDns(svc.name, svc.namespace), serviceReason(svc.namespace, svc.name));
+    const external = externallyBacked.has(nsKey(svc.namespace, svc.name));
+    for (const ip of svc.clusterIPs) {
+      if (external) externalEndpoints.set(ip, serviceDns(svc.name, svc.namespace));
+      else add(ip, serviceDns(svc.name, svc.namespace), serviceReason(svc.namespace, svc.name));
+    }
   }
   const selfPodNames = new Set<string>();
   for (const slice of facts.endpointSlices) {

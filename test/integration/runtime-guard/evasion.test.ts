@@ -1,7 +1,8 @@
 /**
  * Issue 18, items 1 to 3, end to end: the cluster facts come from the fake Kubernetes API server through the real
  * informers, observations through the real ingest route, the answer from GET /api/v1/runtime/reconciliation.
- * - a Service without a selector whose EndpointSlice lists a provider address does not make it in-cluster;
+ * - a Service without a selector whose EndpointSlice lists a provider address does not make it in-cluster, nor its
+ *   ClusterIP (the address the sensor sees before kube-proxy translates it);
  * - IPv6 yields no row and no destIP;
  * - a provider name resolved to the service's own Service is the governed shape (service-gateway).
  */
@@ -86,6 +87,30 @@ describeEachStore('runtime guard: no evasion by Service, IPv6, the own Service b
     const cache = agent.destinations.find((d: any) => d.destIP === '10.244.3.3');
     assert.equal(cache.destName, 'cache.eng.svc.cluster.local');
     assert.equal(cache.suppressReason, 'in-cluster');
+  });
+
+  test("a connection to that Service's ClusterIP (kube-proxy translates it after the sensor sees it) is counted too", async () => {
+    api.upsert('pods', kube.pod({ namespace: 'eng', name: 'front', ip: '10.244.1.51' }));
+    const t = now();
+    const sent = await sensor.post(
+      '/api/v1/runtime/sensor/reports',
+      report('node-a', [
+        item({ family: 'dns', behavior: 'dns-query', podName: 'front', podIP: '10.244.1.51', destName: 'llm-proxy.eng.svc.cluster.local', destIP: '10.96.5.5', observedAt: t }),
+        item({ podName: 'front', podIP: '10.244.1.51', destIP: '10.96.5.5', count: 3, observedAt: t }),
+        // The cache Service's endpoints are in the cluster: its ClusterIP stays in-cluster.
+        item({ podName: 'front', podIP: '10.244.1.51', destIP: '10.96.5.6', observedAt: t }),
+      ]),
+    );
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const body = await reconciliationWhen('the front row with its finding', (b) => rowOf(b, 'eng/Pod/front')?.bypassedDestinations === 1);
+    const row = rowOf(body, 'eng/Pod/front');
+    const proxy = row.destinations.find((d: any) => d.destIP === '10.96.5.5');
+    assert.equal(proxy.destName, 'llm-proxy.eng.svc.cluster.local');
+    assert.equal(proxy.kind, 'provider');
+    assert.equal(proxy.source, 'network');
+    assert.equal(proxy.suppressed, false);
+    assert.equal(proxy.count, 3);
+    assert.equal(row.destinations.find((d: any) => d.destIP === '10.96.5.6').suppressReason, 'in-cluster');
   });
 
   test('IPv6: a connection to an IPv6 address yields no row; an IPv6 answer gives no destIP', async () => {

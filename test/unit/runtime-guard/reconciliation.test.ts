@@ -522,6 +522,19 @@ describe('issue 18: no evasion by Service, IPv6, the own Service by resolved nam
     assert.equal(row.bypassedDestinations, 1);
   });
 
+  test("the ClusterIP of a Service with an external endpoint is that endpoint's front (kube-proxy translates after the sensor sees it): counted", () => {
+    const row = rowOf(run([dns('agent-7d9f-a', 'llm-proxy.eng.svc.cluster.local', '10.96.5.5'), conn('agent-7d9f-a', '10.96.5.5', { count: 3 })], { facts: proxyFacts }), AGENT);
+    const dest = destOf(row, 'llm-proxy.eng.svc.cluster.local', false);
+    assert.equal(dest.kind, 'provider');
+    assert.equal(dest.source, 'network');
+    assert.equal(dest.destIP, '10.96.5.5');
+    assert.equal(dest.count, 3);
+    assert.equal(row.bypassedDestinations, 1);
+    // A Service whose endpoints are all inside the cluster keeps its ClusterIP in-cluster.
+    const quiet = rowOf(run([conn('agent-7d9f-a', IP.ordersClusterIP)]), AGENT);
+    assert.equal(quiet.bypassedDestinations, 0);
+  });
+
   test('a DNS-named provider address behind a selector-less Service keeps the provider name', () => {
     const row = rowOf(run([dns('agent-7d9f-a', 'api.openai.com', IP.openai), conn('agent-7d9f-a', IP.openai)], { facts: proxyFacts }), AGENT);
     const dest = destOf(row, 'api.openai.com');
