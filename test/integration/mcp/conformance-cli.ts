@@ -13,6 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OUTSIDE_CLIENTS_DIR, outsideClient, outsideClientEnv } from '../../helpers/outside-clients.js';
+import { postgresReachable, storeKinds, type StoreKind } from '../../helpers/stores.js';
+
+/**
+ * The one store the conformance files run on. What the suite exercises is the MCP transport path, the same code on
+ * either store (the store only resolves the token and receives the audit events; the MCP suites in this folder cover
+ * those on both). PostgreSQL when the run includes it and it is reachable: a fresh database starts in a second where
+ * PGlite compiles and migrates an in-process WASM database, a minute of CPU on a loaded two-core machine, which these
+ * files' several suite runs cannot spare within the per-file limit. PGlite otherwise.
+ */
+export const CONFORMANCE_STORE: StoreKind = storeKinds().includes('postgres') && (await postgresReachable()) ? 'postgres' : 'pglite';
 
 const TOKEN_PRELOAD = fileURLToPath(new URL('reins-token.mjs', `file://${OUTSIDE_CLIENTS_DIR}`));
 

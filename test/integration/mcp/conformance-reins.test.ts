@@ -1,14 +1,14 @@
 /**
  * The official MCP conformance suite (conformance-cli.ts) against /mcp/reins, the built-in stateless server that
- * declares only tools: the scenarios that apply to such a server pass cleanly. One store (PGlite), as in
- * conformance.test.ts: the suite exercises the transport, the same code on either store.
+ * declares only tools: the scenarios that apply to such a server pass cleanly. One store (CONFORMANCE_STORE in
+ * conformance-cli.ts), as in conformance.test.ts: the suite exercises the transport, the same code on either store.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Replica } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, Client, developerWithToken, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
 import { skipWithoutOutsideClients } from '../../helpers/outside-clients.js';
-import { conformance } from './conformance-cli.js';
+import { CONFORMANCE_STORE, conformance } from './conformance-cli.js';
 
 /**
  * The scenarios that apply to a stateless server that declares only tools (no logging, resources, prompts,
@@ -23,7 +23,7 @@ describe('MCP conformance suite through Reins: /mcp/reins', { skip: skipWithoutO
   let developerToken: string;
 
   before(async () => {
-    store = await openTestStore('pglite');
+    store = await openTestStore(CONFORMANCE_STORE);
     replica = await startTestReplica(store);
     // The built-in server is for developers' tools: a personal access token.
     developerToken = await developerWithToken(new Client(replica.url, ADMIN_TOKEN), 'conformance/dev', 'developer');

@@ -6,10 +6,9 @@
  * requests, sampling and elicitation, once lost a race in the proxy in most runs; see streamOrder in
  * src/planes/mcp/proxy.ts). /mcp/reins is conformance-reins.test.ts.
  *
- * One store (PGlite), not both: what the suite exercises is the MCP transport path, which is the same code on
- * either store; the store only resolves the token and receives the audit events, and the MCP suites in this folder
- * (proxy.test.ts, governed-tools.test.ts) cover that on both. Running it twice would double minutes of run time
- * for nothing more.
+ * One store (CONFORMANCE_STORE in conformance-cli.ts), not both: what the suite exercises is the MCP transport
+ * path, which is the same code on either store; the MCP suites in this folder (proxy.test.ts, governed-tools.test.ts)
+ * cover the rest on both. Running it twice would double minutes of run time for nothing more.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +16,7 @@ import type { Replica } from '../../../src/app/server.js';
 import { startEverythingServer } from '../../fakes/conformance-everything-server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, openTestStore, startTestReplica, type TestStore } from '../../helpers/harness.js';
 import { skipWithoutOutsideClients } from '../../helpers/outside-clients.js';
-import { conformance, failures, outcome, type Results } from './conformance-cli.js';
+import { CONFORMANCE_STORE, conformance, failures, outcome, type Results } from './conformance-cli.js';
 
 /** The scenarios in which the server sends requests to the client (on the standalone GET stream). */
 const SERVER_TO_CLIENT_SCENARIOS = ['tools-call-sampling', 'tools-call-elicitation', 'elicitation-sep1034-defaults', 'elicitation-sep1330-enums'];
@@ -33,7 +32,7 @@ describe('MCP conformance suite through Reins: /mcp/{server}', { skip: skipWitho
     everything = await startEverythingServer();
     // The direct run and the replica's start-up at once: each takes tens of seconds on a loaded machine.
     const directRun = conformance(everything.url, null);
-    store = await openTestStore('pglite');
+    store = await openTestStore(CONFORMANCE_STORE);
     replica = await startTestReplica(store, { mcpServers: [{ name: 'everything', url: everything.url, headers: {} }] });
     const admin = new Client(replica.url, ADMIN_TOKEN);
     // An agent at T4: the suite's tools declare no annotations, so at lower tiers autonomy-tool-approval would hold them
