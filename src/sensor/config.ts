@@ -62,7 +62,8 @@ Environment:
   REINS_SENSOR_POLICIES          auto (default): observe what the RuntimePolicies (runtime.reins.dev/v1) ask for,
                                  when a Kubernetes API configuration is present (in-cluster, or KUBECONFIG);
                                  off: observe REINS_SENSOR_FAMILIES
-  REINS_SENSOR_POLICY_SECONDS    how often the RuntimePolicies are re-listed (default 30)
+  REINS_SENSOR_POLICY_SECONDS    the RuntimePolicies are watched (a change applies at once) and also re-listed
+                                 this often (default 30)
   REINS_SENSOR_FAMILIES          families observed without policies (default dns,network,open,exec; open and exec
                                  only with BPF-LSM)
   REINS_SENSOR_DRAIN_SECONDS     --once and shutdown: how long to keep trying to deliver (default 60)
