@@ -92,7 +92,7 @@ test('Reins unreachable for a long time: the backlog and the memory stay bounded
     for (let i = 0; i < BATCH; i++, written++) {
       lines.push(JSON.stringify({ ...template, timestamp: new Date().toISOString(), dst: { ...template.dst, addr: `34.${(written >> 16) & 255}.${(written >> 8) & 255}.${written & 255}` } }));
     }
-    if (!pipe.write(lines.join('\n') + '\n')) await new Promise((r) => pipe.once('drain', r));
+    if (!pipe.write(lines.join('\n') + '\n')) await new Promise<void>((r) => pipe.once('drain', () => r()));
   };
 
   // Reins is down. Feed 100,000 distinct events, window after window.
