@@ -1,7 +1,8 @@
 /**
  * Engine event → observation item (docs/api.md, "Runtime sensor ingest"). The engine is Inspektor Gadget: one JSON object
- * per line from `ig run <gadget> -o json`. Today's shape (v0.4x–v0.5x) nests the process as `proc.{comm,pid}` and
- * spells protocols `"proto":"TCP"`; the 2024 image gadgets had flat `comm`/`pid` and `"proto":6`. Both are read.
+ * per line from `ig run <gadget> -o json`. Today's shape (v0.55.1, the release the sensor is built against) nests the
+ * process as `proc.{comm,pid}` and spells protocols `"proto":"TCP"`; the 2024 image gadgets (v0.33.0) had flat
+ * `comm`/`pid` and `"proto":6`. Both are read (test/fixtures/ig/README.md names the sources).
  * Anything else (a truncated line, a log line, an unknown event, a missing field) is skipped and counted, never fatal.
  *
  * Imports only the ingest wire types from the server, type-only: the sensor is a separate program.
@@ -261,9 +262,13 @@ export class EventAdapter {
     };
   }
 
-  /** The event's own time, Unix seconds: RFC 3339 `timestamp` today, nanoseconds in 2024; now when absent. */
+  /**
+   * The event's own time, Unix seconds: `timestamp` is RFC 3339 with nanoseconds (with the host's offset under plain
+   * `ig`) in 2024 and today; a number (nanoseconds, milliseconds or seconds) is read too, and `timestamp_raw` when
+   * `timestamp` is missing; now when neither is there.
+   */
   private observedAt(e: Json): number {
-    const t = e.timestamp;
+    const t = e.timestamp ?? e.timestamp_raw;
     if (typeof t === 'string') {
       const ms = Date.parse(t);
       if (Number.isFinite(ms)) return Math.floor(ms / 1000);
@@ -301,7 +306,10 @@ function isV6(endpoint: Json | undefined): boolean {
 
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
-/** The first IPv4 address of an answer: IG prints `addresses` as one comma-separated string (an array in 2024). */
+/**
+ * The first IPv4 address of an answer: IG prints `addresses` as one comma-separated string (v0.33.0 and v0.55.1
+ * alike); a list is read too, for a converter that splits it.
+ */
 export function firstIPv4(addresses: unknown): string {
   const list = typeof addresses === 'string' ? addresses.split(',') : Array.isArray(addresses) ? addresses : [];
   for (const a of list) {

@@ -60,9 +60,11 @@ Environment:
   REINS_SENSOR_DNS_WAIT_SECONDS  how long a DNS question waits for its answer (default 5)
   REINS_SENSOR_LSM_PATH          the host's LSM list (default /sys/kernel/security/lsm)
   REINS_SENSOR_POLICIES          auto (default): observe what the RuntimePolicies (runtime.reins.dev/v1) ask for,
-                                 when a Kubernetes API configuration is present (in-cluster, or KUBECONFIG);
+                                 when a Kubernetes API configuration is present (in a pod: KUBERNETES_SERVICE_HOST
+                                 and the service account; else the file KUBECONFIG names);
                                  off: observe REINS_SENSOR_FAMILIES
-  REINS_SENSOR_POLICY_SECONDS    how often the RuntimePolicies are re-listed (default 30)
+  REINS_SENSOR_POLICY_SECONDS    the RuntimePolicies are watched (a change applies at once) and also re-listed
+                                 this often (default 30)
   REINS_SENSOR_FAMILIES          families observed without policies (default dns,network,open,exec; open and exec
                                  only with BPF-LSM)
   REINS_SENSOR_DRAIN_SECONDS     --once and shutdown: how long to keep trying to deliver (default 60)
@@ -72,6 +74,8 @@ Engine (live mode):
   IG_GADGET_REPOSITORY           gadget image repository (default ghcr.io/inspektor-gadget/gadget)
   IG_EXTRA_ARGS                  extra arguments for every ig run (space-separated)
   IG_RESTART_MAX_SECONDS         longest back-off between engine restarts (default 60)
+  HOST_ROOT                      read by ig itself (passed on with the rest of the environment): where the host's
+                                 root is mounted in the container (the DaemonSet: /host)
 `;
 
 export class ConfigError extends Error {}

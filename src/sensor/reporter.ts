@@ -67,6 +67,8 @@ export class Reporter {
   private statusTimer: NodeJS.Timeout | null = null;
   private pumping: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** Ends the back-off wait at once: the node status just got through, so Reins is reachable again. */
+  private retryNow: (() => void) | null = null;
   private stopped = false;
   private failing = false;
   private statusFailing = false;
@@ -170,6 +172,9 @@ export class Reporter {
       this.metrics.statusSent += 1;
       if (this.statusFailing) this.log('node status delivered again');
       this.statusFailing = false;
+      // Reports waiting out a back-off (up to 30 s) go now: after an outage the backlog is delivered within one
+      // status interval of Reins' return, not one back-off later.
+      this.retryNow?.();
       return true;
     }
     this.metrics.statusFailed += 1;
@@ -219,8 +224,13 @@ export class Reporter {
             resolve();
           }
         };
+        this.retryNow = () => {
+          clearTimeout(timer);
+          resolve();
+        };
       });
       this.wake = null;
+      this.retryNow = null;
     }
   }
 

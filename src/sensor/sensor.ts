@@ -9,7 +9,7 @@ import { EventAdapter, FAMILY_OF, GADGETS, type Gadget } from './adapter.js';
 import type { SensorConfig } from './config.js';
 import { Engine } from './engine.js';
 import { readBpfLsm, type LsmState } from './lsm.js';
-import { PolicyWatcher, type ObservationPlan } from './policies.js';
+import type { ObservationPlan, PolicyWatcher } from './policies.js';
 import { SensorMetrics, serveMetrics } from './metrics.js';
 import { Reporter, type NodeStatus } from './reporter.js';
 
@@ -142,6 +142,8 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
     });
     if (config.policies === 'auto') {
       try {
+        // Loaded only here: the Kubernetes client is most of the sensor's start-up time, and --replay never needs it.
+        const { PolicyWatcher } = await import('./policies.js');
         watcher = PolicyWatcher.create({
           env: config.kubeEnv,
           intervalMs: config.policyIntervalMs,

@@ -114,14 +114,38 @@ test('trace_tcp: connects are network observations; accept, close and IPv6 are n
   assert.deepEqual(dropped, { 'not-observed': 2, ipv6: 1 });
 });
 
-test('trace_tcp: the 2024 flat shape (comm/pid at the top, numeric proto, nanosecond timestamp) reads the same', () => {
+test('trace_tcp: the 2024 flat shape (comm/pid at the top, numeric proto), as Inspektor Gadget v0.33.0 documents it, reads the same', () => {
   const { observed, dropped } = run('trace_tcp', fixture('trace_tcp-flat-2024'));
-  assert.deepEqual(dropped, {});
-  assert.equal(observed.length, 1);
+  // Line 1 is kubectl gadget's documented line (a pod), line 2 plain ig's (a container outside Kubernetes: no pod).
+  assert.deepEqual(dropped, { 'no-pod': 1 });
   assert.deepEqual(
-    [observed[0]!.podName, observed[0]!.podIP, observed[0]!.destIP, observed[0]!.subject, observed[0]!.observedAt],
-    ['agent-7d4-aaaaa', '10.244.1.1', '160.79.104.10', 'python3', T0 + 6],
+    observed.map((o) => [o.namespace, o.podName, o.podIP, o.destIP, o.subject, o.family, o.observedAt]),
+    [
+      ['default', 'mypod2', '10.244.0.8', '1.1.1.1', 'wget', 'network', Date.UTC(2024, 6, 31, 18, 38, 31) / 1000],
+      ['eng', 'agent-7d4-aaaaa', '10.244.1.1', '160.79.104.10', 'python3', 'network', T0 + 6],
+    ],
   );
+});
+
+test('trace_dns: the 2024 flat shape (v0.33.0: comm/pcomm at the top, numeric proto) pairs question and answer the same', () => {
+  const { observed, dropped, adapter } = run('trace_dns', fixture('trace_dns-flat-2024'));
+  assert.deepEqual(dropped, {});
+  assert.equal(adapter.pendingQuestions, 0);
+  assert.deepEqual(
+    observed.map((o) => [o.podName, o.podIP, o.subject, o.destName, o.destIP, o.observedAt]),
+    [['agent-7d4-aaaaa', '10.244.1.1', 'python3', 'api.anthropic.com', '160.79.104.10', T0 + 7]],
+  );
+});
+
+test('the event time: RFC 3339 with any offset, or timestamp_raw in nanoseconds when timestamp is missing', () => {
+  const e = JSON.parse(fixture('trace_tcp')[0]!);
+  const at = (fields: Record<string, unknown>) => {
+    const { observed } = run('trace_tcp', [JSON.stringify({ ...e, timestamp: undefined, timestamp_raw: undefined, ...fields })], 5_000);
+    return observed[0]!.observedAt;
+  };
+  assert.equal(at({ timestamp: '2026-08-27T02:42:41.999999999-05:00' }), T0);
+  assert.equal(at({ timestamp_raw: 1787816561640251531 }), T0);
+  assert.equal(at({}), 5, 'neither: the time it was read');
 });
 
 test('trace_open and trace_exec: paths opened and binaries executed, with the error as the result', () => {

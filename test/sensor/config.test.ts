@@ -1,7 +1,7 @@
 /** The fixed command line and the environment: pairs of --replay/--source, --once, and errors naming the setting. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig, parseArgs } from '../../src/sensor/config.js';
+import { ConfigError, HELP, loadConfig, parseArgs } from '../../src/sensor/config.js';
 
 const ENV = { REINS_URL: 'http://reins:8080', REINS_SENSOR_TOKEN: 'rs_x', NODE_NAME: 'node-a' };
 
@@ -42,4 +42,19 @@ test('environment: defaults, required settings, bad values named', () => {
   assert.throws(() => loadConfig({ ...ENV, REINS_URL: 'reins:8080' }, { replays: [], once: false }), /REINS_URL: must start with http/);
   assert.throws(() => loadConfig({ ...ENV, REINS_SENSOR_FAMILIES: 'dns,files' }, { replays: [], once: false }), /unknown family "files"/);
   assert.deepEqual(loadConfig({ ...ENV, REINS_SENSOR_FAMILIES: 'dns, network', IG_EXTRA_ARGS: ' --host  --verify-image=false ' }, { replays: [], once: false }).ig.extraArgs, ['--host', '--verify-image=false']);
+});
+
+test('--help prints every setting the sensor reads from the environment, and exits 0', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { readFileSync } = await import('node:fs');
+  const { fileURLToPath } = await import('node:url');
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/sensor/main.ts', '--help'], { cwd: root, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout, HELP);
+  // Every variable config.ts reads (env.NAME, or a name given to its required()/int() helpers).
+  const source = readFileSync(new URL('../../src/sensor/config.ts', import.meta.url), 'utf8');
+  const read = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|(?:required|int)\('([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2]));
+  assert.ok(read.size >= 15, [...read].join(' '));
+  for (const name of [...read, 'HOST_ROOT']) assert.match(HELP, new RegExp(`\\b${name}\\b`), `${name} is missing from --help`);
 });

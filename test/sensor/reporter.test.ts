@@ -112,6 +112,24 @@ test('Reins unreachable: retries with backoff, the backlog bounded; back: the qu
   await reins.close();
 });
 
+test('Reins back: a node status that gets through ends the reports\' back-off wait at once', async () => {
+  const first = await fakeReins();
+  const port = first.port;
+  await first.close();
+  const metrics = new SensorMetrics('node-a');
+  // A back-off of 60 s: without the status the report would wait it out.
+  const r = reporter(`http://127.0.0.1:${port}`, metrics, { retryMinMs: 60_000, retryMaxMs: 60_000 });
+  r.record(obs({}));
+  r.flush();
+  await until('the first attempt failed', () => metrics.reportsFailed === 1);
+  const reins = await fakeReins(port);
+  assert.equal(reins.reports.length, 0, 'still waiting');
+  assert.equal(await r.sendStatus(), true);
+  await until('the report delivered', () => reins.reports.length === 1);
+  assert.equal(metrics.reportsFailed, 1);
+  await reins.close();
+});
+
 test('a refusal Reins would repeat (4xx) is not retried; 503 is', async () => {
   const reins = await fakeReins();
   const metrics = new SensorMetrics('node-a');

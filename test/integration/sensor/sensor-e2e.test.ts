@@ -67,6 +67,12 @@ function startSensor(args: string[], env: Record<string, string>): SensorProcess
   return { child, exited, stderr: () => stderr };
 }
 
+/** Waits for the sensor's start-up line, so that a slow start on a loaded machine does not eat the next wait. */
+async function started(s: SensorProcess): Promise<void> {
+  const up = await waitFor(() => /reporting to /.test(s.stderr()) || s.child.exitCode !== null, WAIT_MS, 20);
+  assert.ok(up >= 0, `the sensor started; it said: ${s.stderr()}`);
+}
+
 async function stopSensor(s: SensorProcess | undefined): Promise<number | null> {
   if (!s) return null;
   if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGTERM');
@@ -175,8 +181,14 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
     const dns = recentFixture(dir, 'trace_dns', start);
     const tcp = recentFixture(dir, 'trace_tcp', start);
     // Not --once: it keeps running (metrics served for the scrape) and flushes what it read at the end of the files.
-    const sensor = startSensor(['--replay', dns, '--source', 'trace_dns', '--replay', tcp, '--source', 'trace_tcp'], sensorEnv('node-a', portA, { REINS_SENSOR_FLUSH_SECONDS: '600' }));
+    // A third pair: bad engine output (a truncated line, a log line, unknown events, missing fields), skipped and counted.
+    const bad = fileURLToPath(new URL('bad-lines.jsonl', FIXTURES));
+    const sensor = startSensor(
+      ['--replay', dns, '--source', 'trace_dns', '--replay', tcp, '--source', 'trace_tcp', '--replay', bad, '--source', 'trace_tcp'],
+      sensorEnv('node-a', portA, { REINS_SENSOR_FLUSH_SECONDS: '600' }),
+    );
     sensors.push(sensor);
+    await started(sensor);
     // 6 DNS items + 2 distinct connects of eng/agent (one of them twice) + the host-network pod's connect.
     assert.ok((await waitFor(async () => (await storedFor('node-a')) === 9, WAIT_MS, 50)) >= 0, `stored; sensor said: ${sensor.stderr()}`);
     const metrics = await scrapeText(portA);
@@ -184,6 +196,10 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
     assert.equal(sample(metrics, 'reins_sensor_events_read_total{node="node-a",gadget="trace_dns"}'), 16);
     assert.equal(sample(metrics, 'reins_sensor_events_dropped_total{node="node-a",cause="ipv6"}'), 4);
     assert.equal(sample(metrics, 'reins_sensor_reports_sent_total{node="node-a"}'), 1);
+    assert.equal(sample(metrics, 'reins_sensor_events_dropped_total{node="node-a",cause="bad-json"}'), 2);
+    assert.equal(sample(metrics, 'reins_sensor_events_dropped_total{node="node-a",cause="unknown-event"}'), 3);
+    assert.equal(sample(metrics, 'reins_sensor_events_dropped_total{node="node-a",cause="missing-fields"}'), 1);
+    assert.equal(sensor.child.exitCode, null, 'still running after the files ended (no --once)');
 
     const lagZero = await waitFor(async () => {
       const lag = (await admin.get('/api/v1/runtime/status')).body.ingestLag;
@@ -222,6 +238,7 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
     const file = distinctConnects(dir, 700, now() - 5);
     const sensor = startSensor(['--replay', file, '--source', 'trace_tcp'], sensorEnv('node-b', portB, { REINS_SENSOR_FLUSH_SECONDS: '600' }));
     sensors.push(sensor);
+    await started(sensor);
     assert.ok((await waitFor(async () => (await storedFor('node-b')) === 500, WAIT_MS, 50)) >= 0, `stored; sensor said: ${sensor.stderr()}`);
     const metrics = await scrapeText(portB);
     assert.equal(sample(metrics, 'reins_sensor_observations_recorded_total{node="node-b"}'), 700);
@@ -242,6 +259,7 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
     const file = recentFixture(dir, 'trace_exec', now() - 10);
     const sensor = startSensor(['--replay', file, '--source', 'trace_exec', '--once'], sensorEnv('node-c', 0));
     sensors.push(sensor);
+    await started(sensor);
     assert.equal(await sensor.exited, 0, sensor.stderr());
     const rows = await replica.db.query<{ family: string; subject: string; dest_name: string }>(
       "SELECT family, subject, dest_name FROM runtime_observations WHERE node = 'node-c' ORDER BY subject",
