@@ -65,6 +65,7 @@ export class Reporter {
   private readonly nowMs: () => number;
   private flushTimer: NodeJS.Timeout | null = null;
   private statusTimer: NodeJS.Timeout | null = null;
+  private statusInFlight: Promise<boolean> | null = null;
   private pumping: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   /** Ends the back-off wait at once: the node status just got through, so Reins is reachable again. */
@@ -136,8 +137,24 @@ export class Reporter {
 
   start(): void {
     this.flushTimer = setInterval(() => this.flush(), this.o.flushMs);
-    this.statusTimer = setInterval(() => void this.sendStatus(), this.o.statusMs);
-    void this.sendStatus();
+    this.statusTimer = setInterval(() => void this.sendPeriodicStatus(), this.o.statusMs);
+    void this.sendPeriodicStatus();
+  }
+
+  /** One periodic status at a time: a slow Reins does not pile them up, and none is still on its way at the last. */
+  private sendPeriodicStatus(): Promise<boolean> {
+    return (this.statusInFlight ??= this.sendStatus().finally(() => (this.statusInFlight = null)));
+  }
+
+  /**
+   * The last status (a stopping sensor's `sensorAlive: false`): the periodic ones end first, so that none sent just
+   * before it can reach Reins after it and leave the node shown alive.
+   */
+  async sendFinalStatus(override?: Partial<NodeStatus>): Promise<boolean> {
+    if (this.statusTimer) clearInterval(this.statusTimer);
+    this.statusTimer = null;
+    await this.statusInFlight;
+    return this.sendStatus(override);
   }
 
   /** Flushes and waits until every queued report was delivered or given up, or `timeoutMs` passed. True when empty. */

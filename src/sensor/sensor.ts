@@ -88,7 +88,7 @@ export async function startSensor(config: SensorConfig, log: (message: string) =
     await engine?.stop();
     adapter.expire(true);
     const delivered = await reporter.drain(drainMs);
-    await reporter.sendStatus(stopping ? { sensorAlive: false, reason: 'stopped (SIGTERM or SIGINT): no longer observing this node' } : undefined);
+    await reporter.sendFinalStatus(stopping ? { sensorAlive: false, reason: 'stopped (SIGTERM or SIGINT): no longer observing this node' } : undefined);
     await reporter.stop();
     await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
     metricsServer.closeAllConnections?.();
