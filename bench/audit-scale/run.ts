@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { auditListSql, listAuditEvents, type AuditQuery } from '../../src/audit/audit.js';
 import { AuditOtlpExporter } from '../../src/audit/otlp-export.js';
@@ -33,6 +33,8 @@ const { values } = parseArgs({
     'export-events': { type: 'string', default: '2000000' },
     database: { type: 'string' },
     'skip-retention': { type: 'boolean', default: false },
+    // Comma-separated phases to run after seeding: pages,guard,size,export,retention (default: all).
+    only: { type: 'string' },
     record: { type: 'boolean', default: false },
   },
 });
@@ -42,6 +44,8 @@ const ROUNDS = Number(values.rounds);
 const EXPORT_EVENTS = Math.min(N, Number(values['export-events']));
 const DAY_MS = 86_400_000;
 const ROOT = new URL('../../', import.meta.url).pathname;
+const PHASES = new Set((values.only ?? 'pages,guard,size,export,retention').split(','));
+if (values['skip-retention']) PHASES.delete('retention');
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -139,7 +143,7 @@ try {
   };
   const pages: Record<string, { firstP50: number; firstP95: number; deepP50: number; deepP95: number; firstItems: number; deepItems: number }> = {};
   const plans: string[] = [];
-  for (const [name, filter] of Object.entries(combos)) {
+  for (const [name, filter] of PHASES.has('pages') ? Object.entries(combos) : []) {
     // The route's whole work: the page's query and the callEnded look-up (listAuditEvents).
     const time = async (q: AuditQuery) => {
       const ms: number[] = [];
@@ -175,7 +179,7 @@ try {
   // day) and one tail batch from there; its counts are then summed in memory.
   const guardStart: number[] = [];
   const guardTail: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
+  for (let i = 0; i < (PHASES.has('guard') ? ROUNDS : 0); i++) {
     let t = performance.now();
     const first = await db.query<{ first: string }>(
       `SELECT coalesce((SELECT min(id) FROM audit_events WHERE at >= to_timestamp($1)), (SELECT coalesce(max(id), 0) + 1 FROM audit_events))::text AS first`,
@@ -196,6 +200,8 @@ try {
   const perMillion = (bytes: string) => Math.round((Number(bytes) / N) * 1_000_000);
 
   // The exporter: the last EXPORT_EVENTS events to a receiver (its own process) that only counts, as fast as it goes.
+  let exported: Record<string, number> | null = null;
+  if (PHASES.has('export')) {
   const receiver = spawn(process.execPath, ['--import', 'tsx', new URL('./receiver.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => createInterface({ input: receiver.stdout! }).once('line', (l) => resolve(Number(l))));
   const received = async () => Number(await (await fetch(`http://127.0.0.1:${port}/count`)).text());
@@ -214,10 +220,12 @@ try {
   await exporter.stop();
   receiver.kill();
   log(`exported ${EXPORT_EVENTS} in ${exportSeconds.toFixed(1)} s (${exportCpuSeconds.toFixed(1)} s of CPU)`);
+  exported = { events: EXPORT_EVENTS, batchSize: 5000, seconds: exportSeconds, eventsPerSecond: Math.round(EXPORT_EVENTS / exportSeconds), cpuSeconds: exportCpuSeconds, eventsPerCpuSecond: Math.round(EXPORT_EVENTS / exportCpuSeconds) };
+  }
 
   // Retention: a third of the days expire.
   let retention: Record<string, unknown> | null = null;
-  if (!values['skip-retention']) {
+  if (PHASES.has('retention')) {
     const keep = Math.floor((DAYS * 2) / 3);
     const retentionStart = performance.now();
     const run = await new AuditMaintenance(db, { retentionDays: keep, intervalMs: 60_000 }).run();
@@ -233,16 +241,25 @@ try {
     rounds: ROUNDS,
     seedSeconds: seed.seconds,
     pagesMs: pages,
-    runtimeGuardMs: { feedStartP50: percentile(guardStart, 50), feedStartP95: percentile(guardStart, 95), tailBatchP50: percentile(guardTail, 50), tailBatchP95: percentile(guardTail, 95) },
+    runtimeGuardMs: guardStart.length === 0 ? null : { feedStartP50: percentile(guardStart, 50), feedStartP95: percentile(guardStart, 95), tailBatchP50: percentile(guardTail, 50), tailBatchP95: percentile(guardTail, 95) },
     bytesPerMillionEvents: { total: perMillion(size.rows[0]!.bytes), tables: perMillion(size.rows[0]!.tables), indexes: perMillion(size.rows[0]!.indexes) },
     // eventsPerCpuSecond: the exporter process's own CPU time (user + system), which a loaded machine does not inflate.
-    exporter: { events: EXPORT_EVENTS, batchSize: 5000, seconds: exportSeconds, eventsPerSecond: Math.round(EXPORT_EVENTS / exportSeconds), cpuSeconds: exportCpuSeconds, eventsPerCpuSecond: Math.round(EXPORT_EVENTS / exportCpuSeconds) },
+    exporter: exported,
     retention,
   };
   console.log(JSON.stringify(result, null, 2));
   if (values.record) {
-    writeFileSync(new URL('../results/audit-scale.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-    writeFileSync(new URL('../results/audit-scale-plans.md', import.meta.url), `# bench/audit-scale: the list query's plans (${N} events over ${DAYS} days)\n\n\`\`\`\n${plans.join('\n')}\`\`\`\n`);
+    // A partial run (--only) records its phases beside the file's others.
+    const file = new URL('../results/audit-scale.json', import.meta.url);
+    let previous = PHASES.size < 5 && existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : {};
+    if (previous.events !== N || previous.days !== DAYS) previous = {};
+    const merged: Record<string, unknown> = { ...previous, ...result };
+    if (!PHASES.has('pages')) merged.pagesMs = previous.pagesMs ?? null;
+    if (!PHASES.has('guard')) merged.runtimeGuardMs = previous.runtimeGuardMs ?? null;
+    if (!PHASES.has('export')) merged.exporter = previous.exporter ?? null;
+    if (!PHASES.has('retention')) merged.retention = previous.retention ?? null;
+    writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    if (PHASES.has('pages')) writeFileSync(new URL('../results/audit-scale-plans.md', import.meta.url), `# bench/audit-scale: the list query's plans (${N} events over ${DAYS} days)\n\n\`\`\`\n${plans.join('\n')}\`\`\`\n`);
   }
 } finally {
   await db.close();
