@@ -61,30 +61,42 @@ export function decodeCursor(cursor: string): string | null {
   return m ? m[1]! : null;
 }
 
+const COLUMNS = 'id, at, type, action, outcome, actor_kind, actor_id, subject, host, data';
+
 /**
  * The list query's SQL and parameters. `since`/`until` are plain comparisons on `at`, the partition key, so the
  * planner reads only the day partitions of the window (tested with EXPLAIN in test/integration/audit/retention.test.ts).
+ *
+ * Every page is the newest `limit` events by id before the cursor, read by walking an index backwards in each day
+ * partition (the primary key, or the (type, id), (action, id), (actor_id, id) or (subject, id) index) and merging
+ * the partitions, so that a page costs the same at any depth. An identity matches the actor or the subject: an OR
+ * that no single index walks in id order, so it is two walks (actor, subject), each stopping after a page, merged
+ * and deduplicated (an event with both is read twice).
  */
 export function auditListSql(query: AuditQuery): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
-  const add = (clause: (n: string) => string, value: unknown) => {
-    params.push(value);
-    where.push(clause(`$${params.length}`));
-  };
+  const param = (value: unknown) => `$${params.push(value)}`;
+  const add = (clause: (n: string) => string, value: unknown) => where.push(clause(param(value)));
   if (query.type) add((p) => `type = ${p}`, query.type);
   if (query.action) add((p) => `action = ${p}`, query.action);
-  if (query.identity) add((p) => `(actor_id = ${p} OR subject = ${p})`, query.identity);
   // Both conditions, so that the partial index on callId (migration 010) serves it.
   if (query.callId) add((p) => `data ? 'callId' AND data->>'callId' = ${p}`, query.callId);
   if (query.since) add((p) => `at >= ${p}`, query.since);
   if (query.until) add((p) => `at < ${p}`, query.until);
   // Qualified: the select list renames id to its text form, which must not be what sorts or compares.
   if (query.cursor) add((p) => `audit_events.id < ${p}::bigint`, query.cursor);
-  params.push(query.limit + 1);
-  const sql = `SELECT id::text AS id, at, type, action, outcome, actor_kind, actor_id, subject, host, data
-     FROM audit_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-     ORDER BY audit_events.id DESC LIMIT $${params.length}`;
+  const limit = param(query.limit + 1);
+  const select = (extra: string[]) => {
+    const all = [...extra, ...where];
+    return `SELECT ${COLUMNS} FROM audit_events ${all.length ? `WHERE ${all.join(' AND ')}` : ''} ORDER BY audit_events.id DESC LIMIT ${limit}`;
+  };
+  const text = 'e.id::text AS id, e.at, e.type, e.action, e.outcome, e.actor_kind, e.actor_id, e.subject, e.host, e.data';
+  if (!query.identity) return { sql: `SELECT ${text} FROM (${select([])}) e ORDER BY e.id DESC`, params };
+  const identity = param(query.identity);
+  const sql = `SELECT DISTINCT ON (e.id) ${text}
+     FROM ((${select([`actor_id = ${identity}`])}) UNION ALL (${select([`subject = ${identity}`])})) e
+     ORDER BY e.id DESC LIMIT ${limit}`;
   return { sql, params };
 }
 
@@ -115,12 +127,14 @@ async function markCallEnds(q: Queryable, items: AuditEvent[]): Promise<void> {
     else waiting.set(callId, [e]);
   }
   if (waiting.size === 0) return;
-  const r = await q.query<{ call_id: string }>(
-    `SELECT DISTINCT data->>'callId' AS call_id FROM audit_events
-      WHERE data ? 'callId' AND data->>'callId' = ANY($1::text[]) AND action = ANY($2::text[])`,
-    [[...waiting.keys()], CALL_END_ACTIONS],
+  // The callId index alone (two events a call): the actions are checked here, since a condition on action lets the
+  // planner combine the (action, id) index, which reads every end event of each partition (bench/audit-scale).
+  const r = await q.query<{ call_id: string; action: string }>(
+    `SELECT data->>'callId' AS call_id, action FROM audit_events WHERE data ? 'callId' AND data->>'callId' = ANY($1::text[])`,
+    [[...waiting.keys()]],
   );
-  const ended = new Set(r.rows.map((row) => row.call_id));
+  const ends = new Set<string>(CALL_END_ACTIONS);
+  const ended = new Set(r.rows.filter((row) => ends.has(row.action)).map((row) => row.call_id));
   for (const [callId, events] of waiting) for (const e of events) e.callEnded = ended.has(callId);
 }
 

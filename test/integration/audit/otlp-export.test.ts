@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { recordAudit } from '../../../src/audit/audit.js';
@@ -97,6 +98,8 @@ class Receiver {
 }
 
 const actor = { kind: 'agent', identityId: 'eng/bot', tokenId: 'tok_1' } as const;
+/** How long a replica process may take to start (tsx compiles it first). */
+const START_LIMIT_MS = 120_000;
 
 describeEachStore('OTLP audit export', ({ store, kind }) => {
   let db: Db;
@@ -230,11 +233,23 @@ describeEachStore('OTLP audit export', ({ store, kind }) => {
       receiver.hold = (got) => got.some((r) => String(r.attributes['reins.audit.data.marker']).startsWith('k-'));
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         env: { ...process.env, DATABASE_URL: store().url!, HOST: '127.0.0.1', PORT: '0', REINS_CONFIG: configFile, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: '' },
-        stdio: ['ignore', 'ignore', 'ignore'],
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      // Both streams drained for the process's life (a full pipe would block it), the last lines kept for a failure.
+      const output: string[] = [];
+      let listening = false;
+      const keep = (line: string) => {
+        output.push(line);
+        if (output.length > 40) output.shift();
+        if (line.includes('reins is listening')) listening = true;
+      };
+      createInterface({ input: child.stdout! }).on('line', keep);
+      createInterface({ input: child.stderr! }).on('line', keep);
       try {
-        assert.ok((await waitFor(() => receiver.held > 0, WAIT_MS)) >= 0, 'the replica never sent the batch');
+        // A replica process starts in seconds, but on a loaded machine compiling it can take longer than a wait.
+        assert.ok((await waitFor(() => listening || child.exitCode !== null, START_LIMIT_MS)) >= 0 && listening, `the replica did not start:\n${output.join('\n')}`);
+        assert.ok((await waitFor(() => receiver.held > 0, WAIT_MS)) >= 0, `the replica never sent the batch:\n${output.join('\n')}`);
         child.kill('SIGKILL');
         await exited;
         receiver.hold = null;

@@ -124,7 +124,25 @@ describeEachStore('audit retention', ({ store, kind }) => {
     );
     // The setting is the transaction's own: it does not outlive it.
     await assert.rejects(db.query(`DELETE FROM audit_events WHERE id = $1`, [ancient]), /append-only/);
-    assert.deepEqual((await markers(db)).filter((x) => x.startsWith('guarded')), ['guarded', 'guarded-old']);
+    // Migration 019: a declared cutoff opens only the default partition (day partitions go whole, by DROP), and only
+    // a cutoff at least a day old: an event of a day partition, or any event with a cutoff of now, stays.
+    await db.query(`SELECT audit_events_ensure_partitions((now() AT TIME ZONE 'UTC')::date - 30, (now() AT TIME ZONE 'UTC')::date)`);
+    const inDay = await insertAt(db, new Date(Date.now() - 20 * DAY), 'guarded-day');
+    const where = await db.query<{ t: string }>(`SELECT tableoid::regclass::text AS t FROM audit_events WHERE id = $1`, [inDay]);
+    assert.match(where.rows[0]!.t, /^audit_events_p\d{8}$/);
+    const retentionDelete = (cutoff: Date, id: string) =>
+      db.transaction(async (tx) => {
+        await tx.query(`SELECT set_config('reins.audit_retention_before', $1, true)`, [cutoff.toISOString()]);
+        await tx.query(`DELETE FROM audit_events WHERE id = $1`, [id]);
+      });
+    await assert.rejects(retentionDelete(new Date(Date.now() - 10 * DAY), inDay), /append-only/);
+    await assert.rejects(retentionDelete(new Date(Date.now() + DAY), ancient), /append-only/);
+    await assert.rejects(retentionDelete(new Date(), ancient), /append-only/);
+    assert.deepEqual((await markers(db)).filter((x) => x.startsWith('guarded')), ['guarded', 'guarded-old', 'guarded-day']);
+    // What retention itself does still passes: an expired row of the default partition, under a cutoff days old.
+    const expired = await insertAt(db, new Date(Date.now() - 6000 * DAY), 'expired-default');
+    await retentionDelete(new Date(Date.now() - 10 * DAY), expired);
+    assert.ok(!(await markers(db)).includes('expired-default'));
   });
 
   test('one replica at a time: the lease', async () => {
