@@ -118,7 +118,11 @@ function outcomeOf(r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'd
 
 export interface RegistryOptions {
   heartbeatSeconds?: number;
-  /** A replica silent this long has its pending entries stopped by the others. */
+  /**
+   * A replica silent this long (on the database clock) has its pending entries stopped by the others. Six beats by
+   * default: a beat is a one-row upsert on the store's `liveness` lane, late only when the event loop or the
+   * database is, never because the replica's own pool is saturated.
+   */
   lapseSeconds?: number;
   listen?: boolean;
   onError?: (err: Error) => void;
@@ -148,15 +152,29 @@ export class HeldCallRegistry {
     }
     await this.beat();
     this.heartbeat = setInterval(() => {
+      // The beat goes first and on its own: it never waits for the sweep, which can take long with thousands parked.
       void this.beat();
-      void this.claimWaitedEntries()
-        .catch((err: Error) => this.options.onError?.(err))
-        .then(() => this.resolveOrphans())
-        .catch((err: Error) => this.options.onError?.(err));
-      // A notification lost without a resync still reaches the waiter within a beat.
-      void this.recheckAll();
+      this.sweep();
     }, this.heartbeatSeconds * 1000);
     this.heartbeat.unref();
+  }
+
+  private sweeping: Promise<void> | null = null;
+
+  /**
+   * The periodic work, one pass at a time: a pass still running when the next beat comes (a busy replica with
+   * 50,000 waiters) is not joined by another, which would only queue more queries behind it.
+   */
+  private sweep(): void {
+    if (this.sweeping) return;
+    this.sweeping = (async () => {
+      await this.claimWaitedEntries().catch((err: Error) => this.options.onError?.(err));
+      await this.resolveOrphans().catch((err: Error) => this.options.onError?.(err));
+      // A notification lost without a resync still reaches the waiter within a beat.
+      await this.recheckAll();
+    })().finally(() => {
+      this.sweeping = null;
+    });
   }
 
   /**
@@ -320,10 +338,21 @@ export class HeldCallRegistry {
     return this.rechecking;
   }
 
-  private async beat(): Promise<void> {
-    await this.db
+  private beating: Promise<void> | null = null;
+
+  /**
+   * Stamps this replica's heartbeat on the store's liveness lane (on PostgreSQL a connection no other query uses):
+   * a burst of parked calls saturating the pool must not make this live replica look dead to the others. One stamp
+   * in flight at a time; a beat that finds one still running adds nothing.
+   */
+  private beat(): Promise<void> {
+    this.beating ??= this.db.liveness
       .query(`INSERT INTO replica_heartbeats (replica_id, seen_at) VALUES ($1, now()) ON CONFLICT (replica_id) DO UPDATE SET seen_at = now()`, [this.replicaId])
-      .catch((err: Error) => this.options.onError?.(err));
+      .then(() => undefined, (err: Error) => this.options.onError?.(err))
+      .finally(() => {
+        this.beating = null;
+      });
+    return this.beating;
   }
 
   /**
@@ -351,7 +380,7 @@ export class HeldCallRegistry {
       [this.replicaId, this.lapseSeconds],
     );
     for (const { replica_id } of r.rows) {
-      await this.stopEntriesOf(replica_id, 'the Reins replica holding this call stopped before anyone decided').catch((err: Error) => this.options.onError?.(err));
+      await this.stopEntriesOf(replica_id, 'the Reins replica holding this call stopped before anyone decided', this.lapseSeconds).catch((err: Error) => this.options.onError?.(err));
     }
     // A replica that shut down leaves its last heartbeat behind (its entries' hand-over window); forget it once lapsed twice over and owning nothing.
     await this.db.query(
@@ -361,12 +390,15 @@ export class HeldCallRegistry {
     );
   }
 
-  private async stopEntriesOf(replicaId: string, note: string): Promise<void> {
+  /** The lapse is checked again in the update itself: a beat that landed since the SELECT saves the entries. */
+  private async stopEntriesOf(replicaId: string, note: string, lapseSeconds: number): Promise<void> {
     await this.db.transaction(async (tx) => {
       const r = await tx.query<Row>(
         `UPDATE held_calls SET state = 'stopped', decided_by = 'system:reins', decided_at = now(), note = $2
-          WHERE replica_id = $1 AND state = 'pending' RETURNING ${COLUMNS}`,
-        [replicaId, note],
+          WHERE replica_id = $1 AND state = 'pending'
+            AND NOT EXISTS (SELECT 1 FROM replica_heartbeats b WHERE b.replica_id = $1 AND b.seen_at >= now() - make_interval(secs => $3))
+          RETURNING ${COLUMNS}`,
+        [replicaId, note, lapseSeconds],
       );
       for (const row of r.rows) {
         await recordAudit(tx, {

@@ -28,6 +28,13 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. */
   listen(channel: string, onPayload: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>>;
+  /**
+   * A lane of its own for a replica's liveness stamps (the held-call heartbeat): on PostgreSQL one dedicated
+   * connection that no other query uses, so a pool saturated by the replica's own burst never delays the stamp and
+   * the other replicas never take a busy replica for a dead one. Small statements only, run one at a time. On PGlite
+   * (one process, so no other replica to judge it) it is the store itself.
+   */
+  readonly liveness: Queryable;
   /** Store reachable? Used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -170,6 +170,11 @@ export class PgliteDb implements Db {
     };
   }
 
+  /** One process and one connection: no other replica judges this one's liveness, so no lane of its own is needed. */
+  get liveness(): Queryable {
+    return this;
+  }
+
   async ping(): Promise<void> {
     await this.query('SELECT 1');
   }

@@ -12,8 +12,59 @@ interface Subscription {
 }
 
 /**
- * PostgreSQL store: a pool for queries and transactions, plus one dedicated connection for LISTEN that
- * reconnects with backoff and tells subscribers to resync, since NOTIFY has no replay.
+ * One connection of its own, opened on first use, that no other query shares: the store's `liveness` lane. Its
+ * queries run one at a time in order; a lost connection is dropped and the next query opens another.
+ */
+class DedicatedConnection implements Queryable {
+  private client: pg.Client | null = null;
+  /** The last query queued: the next one starts after it settles, so connecting happens once at a time. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  query<T>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<T>> {
+    const run = this.tail.then(async () => {
+      const client = await this.connect();
+      const r = await client.query(sql, storableParams(params) as unknown[]);
+      return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+    });
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  private async connect(): Promise<pg.Client> {
+    if (this.closed) throw new Error('the store is closed');
+    if (this.client) return this.client;
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true });
+    const lost = (err?: Error) => {
+      if (this.client !== client) return;
+      this.client = null;
+      if (err) this.onError(err);
+      client.end().catch(() => {});
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    await client.connect();
+    this.client = client;
+    return client;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.tail;
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+}
+
+/**
+ * PostgreSQL store: a pool for queries and transactions, one dedicated connection for LISTEN that reconnects with
+ * backoff and tells subscribers to resync, since NOTIFY has no replay, and one for liveness stamps (`liveness`).
  */
 export class PostgresDb implements Db {
   readonly kind = 'postgres' as const;
@@ -23,6 +74,7 @@ export class PostgresDb implements Db {
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private connecting: Promise<void> | null = null;
+  readonly liveness: DedicatedConnection;
 
   constructor(
     private readonly url: string,
@@ -30,6 +82,7 @@ export class PostgresDb implements Db {
   ) {
     this.pool = new pg.Pool({ connectionString: url, max: 20, idleTimeoutMillis: 30_000 });
     this.pool.on('error', (err) => this.onError(err));
+    this.liveness = new DedicatedConnection(url, (err) => this.onError(err));
   }
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<T>> {
@@ -130,6 +183,7 @@ export class PostgresDb implements Db {
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => {});
+    await this.liveness.close();
     await this.pool.end();
   }
 }
