@@ -31,8 +31,10 @@ const files = explicit.length > 0 ? explicit : find('test').sort();
 // The time limit turns a hang into a failure. Node applies it to each test file as a whole and to each test
 // in it alike, so it must fit the longest file on a loaded machine (the approval races: 200 rounds on two
 // replicas, about a minute when the two cores are shared), with room to spare: a test that fails does so
-// long before it, through its own waits (30 s) and the bounded closes of replicas and fakes.
-const FILE_LIMIT_MS = 300_000;
+// long before it, through its own waits (30 s) and the bounded closes of replicas and fakes. 600 s: the files that
+// start real processes (the CLI on the embedded store, Claude Code, the conformance suite, two replicas shut down
+// with SIGTERM) took 190-260 s of the former 300 s on a machine at load average 20-30, with no test failing.
+const FILE_LIMIT_MS = 600_000;
 // Every test process loads this after tsx: failed `assert.ok` calls without a message report at once.
 const assertOk = new URL('../test/helpers/assert-ok.ts', import.meta.url).href;
 const result = spawnSync(
