@@ -326,6 +326,12 @@ async function main(): Promise<void> {
     log(`\n${md}\nwritten to ${mdPath}`);
     await pool.close();
     process.exitCode = targets.every((t) => t.pass) ? 0 : 2;
+  } catch (err) {
+    // A replica that died mid-run (a crash, an out-of-memory abort) shows up here only as a reset socket: print
+    // what the last one wrote.
+    const last = children.at(-1);
+    if (last) log(`${last.name} (pid ${last.pid}, exit ${last.proc.exitCode ?? last.proc.signalCode ?? 'none yet'}), its last lines:\n${last.tail()}`);
+    throw err;
   } finally {
     for (const child of children) await child.stop();
     await db.end().catch(() => {});
