@@ -20,6 +20,7 @@ import { after, before, describe, test } from 'node:test';
 import { startFakeProviders, type FakeProviders } from '../../fakes/fake-providers.js';
 import { providersAt } from '../../helpers/gateway.js';
 import { ADMIN_TOKEN, agentWithKey, Client, enc, waitFor } from '../../helpers/harness.js';
+import { readUntil } from '../../helpers/socket-read.js';
 import { freshPostgresDatabase, postgresReachable, storeKinds } from '../../helpers/stores.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
@@ -76,23 +77,6 @@ function freePort(): Promise<number> {
       const { port } = server.address() as AddressInfo;
       server.close(() => resolve(port));
     });
-  });
-}
-
-/** Reads from a socket until `done` says the bytes so far are enough. */
-function readUntil(socket: net.Socket, done: (text: string) => boolean): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      if (!done(text)) return;
-      socket.off('data', onData);
-      socket.off('close', onClose);
-      resolve(text);
-    };
-    const onClose = () => reject(new Error(`socket closed after ${JSON.stringify(text)}`));
-    socket.on('data', onData);
-    socket.once('close', onClose);
   });
 }
 

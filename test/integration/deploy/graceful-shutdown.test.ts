@@ -25,6 +25,7 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { CLOSE_GRACE_MS } from '../../../src/app/server.js';
 import { ADMIN_TOKEN, agentWithKey, Client, enc, waitFor, WAIT_MS } from '../../helpers/harness.js';
+import { readUntil } from '../../helpers/socket-read.js';
 import { startReplicaProcess, stopReplicaProcess, type ReplicaProcess } from '../../helpers/replica-process.js';
 import { freshPostgresDatabase, postgresReachable, storeKinds } from '../../helpers/stores.js';
 
@@ -125,23 +126,6 @@ function startFront(backends: () => number[]): Promise<{ url: string; connection
 }
 
 const portOf = (url: string) => Number(new URL(url).port);
-
-/** Reads from a socket until `done` says the bytes so far are enough. */
-function readUntil(socket: net.Socket, done: (text: string) => boolean): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (chunk: Buffer) => {
-      text += chunk.toString('latin1');
-      if (!done(text)) return;
-      socket.off('data', onData);
-      socket.off('close', onClose);
-      resolve(text);
-    };
-    const onClose = () => reject(new Error(`socket closed after ${JSON.stringify(text)}`));
-    socket.on('data', onData);
-    socket.once('close', onClose);
-  });
-}
 
 describe('SIGTERM during streaming and parked calls loses no audit event and no decision [postgres]', { skip: !storeKinds().includes('postgres') }, async () => {
   if (!(await postgresReachable())) return;
