@@ -2,7 +2,8 @@
  * The observation index's window sums alone (ObservationIndex.aggregate), on a day of rows shaped like the
  * benchmark's: `--rows` rows (default 5,000,000) over `--slots` engine slots (default 300,000, 5 per pod), their
  * observedAt spread over the last 24 h 10 min, in report order (each node's rows in time order, nodes interleaved).
- * Times the 24-hour and the 1-hour window, warm, and the index's heap. `--index DIR` loads observation-index.ts from
+ * Times the 24-hour and the 1-hour window, warm, the index's heap, and eviction as a replica runs it (once a minute,
+ * the rows of the minute past the oldest: `evictions` of them, CPU p50 and max). `--index DIR` loads observation-index.ts from
  * another copy of src/runtime-guard (before/after, side by side in one run).
  *
  *   node --import tsx bench/reconciliation/index-profile.ts [--rows N] [--slots N] [--runs N] [--index DIR]
@@ -28,7 +29,12 @@ const SLOTS = Number(args.slots);
 const RUNS = Number(args.runs);
 const dir = resolve(args.index ?? new URL('../../src/runtime-guard/', import.meta.url).pathname);
 const { ObservationIndex } = (await import(pathToFileURL(resolve(dir, 'observation-index.ts')).href)) as {
-  ObservationIndex: new () => { addKeyed(key: string, count: number, at: number): void; aggregate(w: ReconciliationWindow): readonly Observation[]; size: number };
+  ObservationIndex: new () => {
+    addKeyed(key: string, count: number, at: number): void;
+    aggregate(w: ReconciliationWindow): readonly Observation[];
+    evictBefore(cutoffUnix: number): number;
+    size: number;
+  };
 };
 
 const NOW = 1_790_000_000;
@@ -80,6 +86,18 @@ const time = (w: ReconciliationWindow) => {
 };
 const day = time({ windowStartUnix: NOW - 24 * 3600, windowEndUnix: NOW });
 const hour = time({ windowStartUnix: NOW - 3600, windowEndUnix: NOW });
+
+// Eviction once a minute, as ObservationFeed runs it: each drops the next minute of the oldest rows.
+const evictCpu: number[] = [];
+let evicted = 0;
+for (let m = 1; m <= 10; m++) {
+  const c = process.cpuUsage();
+  evicted += index.evictBefore(start + m * 60);
+  const used = process.cpuUsage(c);
+  evictCpu.push((used.user + used.system) / 1000);
+}
+evictCpu.sort((a, b) => a - b);
+const eviction = { evictions: evictCpu.length, rowsDropped: evicted, cpuP50: Math.round(evictCpu[5]! * 10) / 10, cpuMax: Math.round(evictCpu.at(-1)! * 10) / 10 };
 process.stdout.write(
-  `${JSON.stringify({ load: os.loadavg()[0], index: dir, rows: index.size, slots: SLOTS, buildMs: Math.round(buildMs), heapMb: Math.round(heapMb), aggregate24h: day, aggregate1h: hour })}\n`,
+  `${JSON.stringify({ load: os.loadavg()[0], index: dir, rows: index.size, slots: SLOTS, buildMs: Math.round(buildMs), heapMb: Math.round(heapMb), aggregate24h: day, aggregate1h: hour, eviction })}\n`,
 );

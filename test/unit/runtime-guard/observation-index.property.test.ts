@@ -154,3 +154,57 @@ test('window sums over hours of rows equal the sums of the rows inside, for any 
     { numRuns: 400 },
   );
 });
+
+test('adds and evictions interleaved (rows dropped where they lie, arrays compacted, tuples collected) agree with the rows kept', () => {
+  const HOUR = 3600;
+  const rowArb = fc.record({
+    pod: fc.constantFrom(...pods),
+    ip: fc.constantFrom(IP.openai, IP.anthropic, IP.github),
+    family: fc.constantFrom('dns' as const, 'network' as const, 'exec' as const),
+    count: fc.integer({ min: 1, max: 1000 }),
+    at: fc.integer({ min: NOW - 26 * HOUR, max: NOW + 2 * HOUR }),
+  });
+  const stepArb = fc.oneof(
+    fc.record({ add: fc.array(rowArb, { minLength: 1, maxLength: 40 }) }),
+    fc.record({ evict: fc.integer({ min: NOW - 27 * HOUR, max: NOW + 2 * HOUR }) }),
+  );
+  const key = (o: Observation) => `${o.family}|${o.namespace}|${o.podName}|${o.podIP}|${o.destIP}`;
+  fc.assert(
+    fc.property(fc.array(stepArb, { maxLength: 12 }), fc.integer({ min: 0, max: 8 }), (steps, compactAfterDead) => {
+      const index = new ObservationIndex(compactAfterDead);
+      let held: Observation[] = [];
+      for (const step of steps) {
+        if ('add' in step) {
+          for (const r of step.add) {
+            const o = observation({ family: r.family, namespace: r.pod[0], podName: r.pod[1], podIP: r.pod[2], destIP: r.ip, count: r.count, observedAt: r.at });
+            index.add(o);
+            held.push(o);
+          }
+        } else {
+          const before = held.length;
+          held = held.filter((o) => o.observedAt >= step.evict);
+          assert.equal(index.evictBefore(step.evict), before - held.length);
+        }
+        assert.equal(index.size, held.length);
+        assert.equal(index.tupleCount, new Set(held.map(key)).size);
+        assert.equal(index.oldestObservedAt, held.length ? Math.min(...held.map((o) => o.observedAt)) : Infinity);
+        const all = { windowStartUnix: NOW - 30 * HOUR, windowEndUnix: NOW + 3 * HOUR };
+        assert.deepEqual(
+          index.select(all, () => true).map((o) => `${key(o)}@${o.observedAt}x${o.count}`),
+          held.map((o) => `${key(o)}@${o.observedAt}x${o.count}`),
+        );
+        for (const window of [all, { windowStartUnix: NOW - 24 * HOUR, windowEndUnix: NOW }, { windowStartUnix: NOW - HOUR, windowEndUnix: NOW }]) {
+          const expected = new Map<string, number>();
+          for (const o of held) {
+            if (o.family === 'exec' || o.observedAt < window.windowStartUnix || o.observedAt > window.windowEndUnix) continue;
+            expected.set(key(o), (expected.get(key(o)) ?? 0) + o.count);
+          }
+          const got = new Map<string, number>();
+          for (const o of index.aggregate(window)) got.set(key(o), o.count);
+          assert.deepEqual(got, expected);
+        }
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
