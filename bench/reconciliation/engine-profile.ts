@@ -9,7 +9,9 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/reconciliation/engine-profile.ts
  *
  * `--engine DIR` loads `reconciliation.ts` from another copy of src/runtime-guard (a before/after comparison);
- * `--warm-up` runs the replica's start-up warm-up (warm-up.ts `warmUpAnswerPath`) first. The output's sha256 is printed:
+ * `--warm-up` runs the replica's start-up warm-up (warm-up.ts `warmUpAnswerPath`) first. Like the replica, the warm
+ * answers reuse the rows of the previous one through a RowMemo and write reused rows' JSON once (answer-json.ts),
+ * when that copy has them; `--fresh` builds every row and writes all the JSON on every run (the engine's own cost). The output's sha256 is printed:
  * an optimisation must not change it. Building the input takes half a minute; the summed rows are kept in
  * $TMPDIR/reins-engine-input-<observations>-<audit events>.json and read back on the next run (`--rebuild` to redo).
  */
@@ -36,6 +38,7 @@ const { values: args } = parseArgs({
     'warm-up': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     rebuild: { type: 'boolean', default: false },
+    fresh: { type: 'boolean', default: false },
   },
 });
 const RUNS = Number(args.runs);
@@ -46,9 +49,16 @@ const SENDERS = 8;
 /** A fixed "now": the same input on every run. */
 const NOW_UNIX = 1_790_000_000;
 
-type Engine = { reconcile: (input: ReconcileInput) => ReconciliationResult };
+type Engine = { reconcile: (input: ReconcileInput, memo?: unknown) => ReconciliationResult; RowMemo?: new () => unknown };
 const engineDir = resolve(args.engine ?? new URL('../../src/runtime-guard/', import.meta.url).pathname);
 const engine = (await import(pathToFileURL(resolve(engineDir, 'reconciliation.ts')).href)) as Engine;
+const rowMemo = !args.fresh && engine.RowMemo ? new engine.RowMemo() : undefined;
+const toJson: (data: unknown) => string = args.fresh
+  ? JSON.stringify
+  : await import(pathToFileURL(resolve(engineDir, 'answer-json.ts')).href).then(
+      (m: { answerJson: (data: unknown) => string }) => m.answerJson,
+      () => JSON.stringify,
+    );
 /** The replica's warm-up at start (warm-up.ts), when that copy has one. */
 const warmUp = args['warm-up']
   ? ((await import(pathToFileURL(resolve(engineDir, 'warm-up.ts')).href)) as { warmUpAnswerPath?: () => void }).warmUpAnswerPath
@@ -197,10 +207,10 @@ for (let i = 0; i <= RUNS; i++) {
   const cpu = process.cpuUsage();
   const a2 = performance.now();
   // The replica's facts() is a new object per request over arrays kept while nothing changed.
-  const result = engine.reconcile({ observations, facts: { ...facts }, governedCalls, window, egressPlaneEnabled: true, nowUnix: NOW_UNIX });
+  const result = engine.reconcile({ observations, facts: { ...facts }, governedCalls, window, egressPlaneEnabled: true, nowUnix: NOW_UNIX }, rowMemo);
   const a3 = performance.now();
   const used = process.cpuUsage(cpu);
-  const json = JSON.stringify({ enabled: true, reason: '', ...result, ingestLag: { lag: 0, scrapedAtUnix: NOW_UNIX, scrapeError: '' } });
+  const json = toJson({ enabled: true, reason: '', ...result, ingestLag: { lag: 0, scrapedAtUnix: NOW_UNIX, scrapeError: '' } });
   const a4 = performance.now();
   // GC entries are delivered asynchronously: let the observer catch up before reading them.
   await new Promise((r) => setTimeout(r, 50));

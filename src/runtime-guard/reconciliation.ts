@@ -172,6 +172,59 @@ const NO_ADDRESS: AddressInfo = { factsName: undefined, cls: undefined, external
 /** DNS evidence whose answer is an address of the service's own Service: the governed shape (spec "service-gateway"). */
 const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'service-gateway' };
 
+/**
+ * The rows of earlier answers, handed out again for the workloads whose input did not change. A workload's row reads
+ * only its pods' observations (in order, with their counts), its ref, its governed calls, and what is the same for
+ * every row: the classifier (one per facts snapshot), the egress plane's presence and the window's stand-down. Its
+ * observations come from an ObservationIndex, whose slot objects keep every field but `count` and `observedAt` for
+ * their life (the engine reads observedAt only to keep a row in the window), so "the same objects with the same
+ * counts" is the same input. Between two answers a second apart a day's window changes the sums of a few slots, so
+ * nearly every row is reused: at 20,000 workloads the engine then costs its first pass and these comparisons.
+ *
+ * Rows handed out are shared with later answers: nobody may change them (the routes only serialize them).
+ * Observations a caller builds afresh for every call never match (a new object is a new input).
+ */
+export class RowMemo {
+  private classifier: Classifier | null = null;
+  private egressPlaneEnabled = false;
+  private windowReason: WindowSuppressReason | null = null;
+  /** By the classifier's workload number. */
+  readonly entries: Array<MemoEntry | undefined> = [];
+
+  /** Forgets every row when anything all rows read has changed. */
+  begin(classifier: Classifier, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): void {
+    if (classifier === this.classifier && egressPlaneEnabled === this.egressPlaneEnabled && windowReason === this.windowReason) return;
+    this.classifier = classifier;
+    this.egressPlaneEnabled = egressPlaneEnabled;
+    this.windowReason = windowReason;
+    this.entries.length = 0;
+  }
+}
+
+interface MemoEntry {
+  ref: WorkloadRef;
+  /** Per pod: POD_MARK, then its DNS observations and counts, NETWORK_MARK, its network observations and counts. */
+  signature: unknown[];
+  governedTotal: number;
+  /** The identity's egress calls per host, flattened: host, count, host, count. */
+  governedHosts: Array<string | number>;
+  row: ReconciliationRow;
+}
+
+const POD_MARK = Symbol('pod');
+const NETWORK_MARK = Symbol('network');
+
+function sameGoverned(entry: MemoEntry, joined: { total: number; egressHosts: Map<string, number> } | undefined): boolean {
+  if (joined === undefined) return entry.governedTotal === -1;
+  if (entry.governedTotal !== joined.total || entry.governedHosts.length !== joined.egressHosts.size * 2) return false;
+  let k = 0;
+  for (const [host, count] of joined.egressHosts) {
+    if (entry.governedHosts[k] !== host || entry.governedHosts[k + 1] !== count) return false;
+    k += 2;
+  }
+  return true;
+}
+
 class Reconciler implements AskedNames {
   /** The input, and the lists threaded through it (see `PodBucket`). */
   private observations: readonly Observation[] = [];
@@ -323,19 +376,71 @@ class Reconciler implements AskedNames {
     }
   }
 
-  buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReconciliationRow[] {
+  buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null, memo: RowMemo | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
-    for (const workload of this.workloads) {
+    memo?.begin(this.c, egressPlaneEnabled, windowReason);
+    for (let w = 0; w < this.workloads.length; w++) {
+      const workload = this.workloads[w];
       if (workload === undefined) continue;
-      rows.push(
-        workload.pods.length === 0 ? quietRow(workload.ref, governed.byIdentity.get(this.c.joinId(workload.ref))) : this.buildRow(workload, governed, egressPlaneEnabled, windowReason),
-      );
+      const joined = governed.byIdentity.get(this.c.joinId(workload.ref));
+      if (workload.pods.length === 0) {
+        rows.push(quietRow(workload.ref, joined));
+        continue;
+      }
+      if (memo === null) {
+        rows.push(this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
+        continue;
+      }
+      const entry = memo.entries[w];
+      if (entry !== undefined && entry.ref === workload.ref && sameGoverned(entry, joined) && this.sameObservations(workload, entry.signature)) {
+        rows.push(entry.row);
+        continue;
+      }
+      const row = this.buildRow(workload, governed, egressPlaneEnabled, windowReason);
+      const governedHosts: Array<string | number> = [];
+      if (joined !== undefined) for (const [host, count] of joined.egressHosts) governedHosts.push(host, count);
+      memo.entries[w] = { ref: workload.ref, signature: this.signatureOf(workload), governedTotal: joined?.total ?? -1, governedHosts, row };
+      rows.push(row);
     }
     rows.sort(
       (a, b) =>
         b.bypassedDestinations - a.bypassedDestinations || b.m - a.m || (a.workloadKey < b.workloadKey ? -1 : a.workloadKey > b.workloadKey ? 1 : 0),
     );
     return rows;
+  }
+
+  /** The workload's observations as RowMemo compares them. */
+  private signatureOf(workload: WorkloadBucket): unknown[] {
+    const { observations, next } = this;
+    const signature: unknown[] = [];
+    for (const pod of workload.pods) {
+      signature.push(POD_MARK);
+      for (let i = pod.dnsHead; i !== -1; i = next[i]!) signature.push(observations[i], observations[i]!.count);
+      signature.push(NETWORK_MARK);
+      for (let i = pod.networkHead; i !== -1; i = next[i]!) signature.push(observations[i], observations[i]!.count);
+    }
+    return signature;
+  }
+
+  /** Whether the workload's observations are those of `signature` (signatureOf), without building a new one. */
+  private sameObservations(workload: WorkloadBucket, signature: unknown[]): boolean {
+    const { observations, next } = this;
+    let k = 0;
+    for (const pod of workload.pods) {
+      if (signature[k++] !== POD_MARK) return false;
+      for (let i = pod.dnsHead; i !== -1; i = next[i]!) {
+        const o = observations[i]!;
+        if (signature[k] !== o || signature[k + 1] !== o.count) return false;
+        k += 2;
+      }
+      if (signature[k++] !== NETWORK_MARK) return false;
+      for (let i = pod.networkHead; i !== -1; i = next[i]!) {
+        const o = observations[i]!;
+        if (signature[k] !== o || signature[k + 1] !== o.count) return false;
+        k += 2;
+      }
+    }
+    return k === signature.length;
   }
 
   /**
@@ -749,8 +854,12 @@ export function emptyClusterFacts(): ClusterFacts {
 /** Facts for `facts: null`: one snapshot, so that its classifier is kept too. */
 const NO_FACTS: ClusterFacts = emptyClusterFacts();
 
-/** The reconciliation of one window. Pure: the same input gives the same output, whatever the order of events. */
-export function reconcile(input: ReconcileInput): ReconciliationResult {
+/**
+ * The reconciliation of one window. Pure: the same input gives the same output, whatever the order of events.
+ * `rowMemo`, for a caller whose observations come from one ObservationIndex, reuses the rows of earlier answers
+ * whose input is unchanged (see RowMemo); the rows returned may then be shared with later answers.
+ */
+export function reconcile(input: ReconcileInput, rowMemo: RowMemo | null = null): ReconciliationResult {
   const { windowStartUnix, windowEndUnix } = input.window;
   const usable = factsUsable(input.facts, input.nowUnix);
   const reconciler = new Reconciler(classifierFor(input.facts ?? NO_FACTS));
@@ -770,7 +879,7 @@ export function reconcile(input: ReconcileInput): ReconciliationResult {
   }
 
   const governed = indexGovernedCalls(input.governedCalls, windowStartUnix, windowEndUnix);
-  const rows = reconciler.buildRows(governed, input.egressPlaneEnabled, windowReason);
+  const rows = reconciler.buildRows(governed, input.egressPlaneEnabled, windowReason, rowMemo);
   return {
     windowStartUnix,
     windowEndUnix,

@@ -26,6 +26,7 @@ import {
   type Reconciliation,
   type RuntimeStatus,
 } from './contract.js';
+import { answerJson } from './answer-json.js';
 import { checkReportSize, MAX_REPORT_BODY_BYTES } from './ingest.js';
 import type { ObservationsPayload, ReconciliationPayload, RuntimeGuard, StatusPayload } from './runtime-guard.js';
 
@@ -75,6 +76,8 @@ const sensorValidator: FastifySchemaCompiler<TSchema> = (route) => {
  * The schemas still describe them in OpenAPI; the payloads are built field by field by RuntimeGuard.
  */
 const nativeJson = () => (data: unknown) => JSON.stringify(data);
+/** The same for the reconciliation answer, with each reused row's text written once (answer-json.ts). */
+const reconciliationJson = () => answerJson;
 
 export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { guard: RuntimeGuard; registry: Registry }): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -154,7 +157,7 @@ export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { gua
   app.get('/api/v1/runtime/reconciliation', {
     // window: an unparseable value (bad percent-encoding included) falls back to 1h without an error (spec).
     config: { access: READERS, lenientQuery: ['window'] },
-    serializerCompiler: nativeJson,
+    serializerCompiler: reconciliationJson,
     schema: {
       tags: ['runtime'],
       summary: 'Per workload, the distinct AI provider destinations reached outside governance in the window',

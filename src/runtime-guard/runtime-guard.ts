@@ -16,7 +16,7 @@ import { IngestLagScraper, NEVER_SCRAPED, readIngestLag, type IngestLag } from '
 import { deleteNodeStatusesBefore, fleetBpfLsm, nodeViews, readNodeStatuses, upsertNodeStatus, type NodeStatusReport, type NodeView } from './node-status.js';
 import { ObservationFeed, RETENTION_SECONDS, sweepObservations } from './observation-store.js';
 import { groupObservations, type ObservationGroup } from './observations.js';
-import { emptyClusterFacts, reconcile } from './reconciliation.js';
+import { emptyClusterFacts, reconcile, RowMemo } from './reconciliation.js';
 import type { ReconciliationResult } from './types.js';
 import { resolveWindow } from './window.js';
 import { warmUpAnswerPath } from './warm-up.js';
@@ -122,6 +122,8 @@ export class RuntimeGuard {
   private readonly calls: GovernedCallFeed | null = null;
   private readonly selfPods: SelfPodHistory | null = null;
   private readonly podOwners: PodOwnerHistory | null = null;
+  /** The last answers' rows, reused for the workloads whose input did not change (the feed's index is the one source). */
+  private readonly rowMemo = new RowMemo();
   private readonly scraper: IngestLagScraper | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<void> | null = null;
@@ -324,7 +326,7 @@ export class RuntimeGuard {
     const observations = this.feed.index.aggregate(window);
     const governedCalls = this.calls.index.aggregate(window);
     lap('aggregate');
-    const result = reconcile({ observations, facts, governedCalls, window, egressPlaneEnabled: this.config.egress !== null, nowUnix });
+    const result = reconcile({ observations, facts, governedCalls, window, egressPlaneEnabled: this.config.egress !== null, nowUnix }, this.rowMemo);
     lap('engine');
     return { enabled: true, reason: '', ...result, ingestLag };
   }

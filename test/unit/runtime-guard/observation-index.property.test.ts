@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ObservationIndex } from '../../../src/runtime-guard/observation-index.js';
-import { reconcile } from '../../../src/runtime-guard/reconciliation.js';
+import { reconcile, RowMemo } from '../../../src/runtime-guard/reconciliation.js';
 import type { GovernedCall, Observation } from '../../../src/runtime-guard/types.js';
 import { call, IP, makeFacts, NOW, observation, WINDOW } from './fixtures.js';
 
@@ -207,4 +207,52 @@ test('adds and evictions interleaved (rows dropped where they lie, arrays compac
     }),
     { numRuns: 300 },
   );
+});
+
+test('answers with a row memo equal fresh answers, over a sequence of index changes, governed calls, facts and windows', () => {
+  const factsA = makeFacts();
+  const factsB = makeFacts({ complete: false });
+  const stepArb = fc.record({
+    add: fc.array(rawArb, { maxLength: 15 }),
+    evict: fc.option(fc.integer({ min: WINDOW.windowStartUnix - 50, max: WINDOW.windowEndUnix }), { nil: undefined }),
+    calls: fc.array(callArb, { maxLength: 6 }),
+    facts: fc.constantFrom(factsA, factsA, factsA, factsB),
+    egress: fc.constantFrom(true, true, false),
+    shift: fc.integer({ min: -40, max: 40 }),
+  });
+  fc.assert(
+    fc.property(fc.array(rawArb, { maxLength: 80 }), fc.array(stepArb, { minLength: 1, maxLength: 8 }), (initial, steps) => {
+      const index = new ObservationIndex(0);
+      for (const o of initial) index.add(o);
+      const memo = new RowMemo();
+      for (const step of steps) {
+        for (const o of step.add) index.add(o);
+        if (step.evict !== undefined) index.evictBefore(step.evict);
+        const window = { windowStartUnix: WINDOW.windowStartUnix + step.shift, windowEndUnix: WINDOW.windowEndUnix + step.shift };
+        const base = { facts: step.facts, window, egressPlaneEnabled: step.egress, nowUnix: NOW, governedCalls: sumCalls(step.calls) };
+        // The index's aggregate is rewritten by its next call: the fresh answer gets a copy of it.
+        const observations = index.aggregate(window);
+        const fresh = reconcile({ ...base, observations: observations.map((o) => ({ ...o })) });
+        const memoised = reconcile({ ...base, observations }, memo);
+        assert.deepEqual(memoised, fresh);
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a row memo hands out a new row when only a count changed, and the same row when nothing did', () => {
+  const index = new ObservationIndex();
+  const memo = new RowMemo();
+  const base = { facts: makeFacts(), window: WINDOW, egressPlaneEnabled: true, nowUnix: NOW, governedCalls: [] };
+  const o = observation({ family: 'network', destIP: IP.openai, observedAt: WINDOW.windowStartUnix + 10, count: 2 });
+  index.add(o);
+  const first = reconcile({ ...base, observations: index.aggregate(WINDOW) }, memo);
+  const again = reconcile({ ...base, observations: index.aggregate(WINDOW) }, memo);
+  const agent = (r: typeof first) => r.rows.find((row) => row.destinations.length > 0)!;
+  assert.equal(agent(again), agent(first), 'unchanged input: the same row object');
+  index.add({ ...o, count: 5, observedAt: WINDOW.windowStartUnix + 20 });
+  const more = reconcile({ ...base, observations: index.aggregate(WINDOW) }, memo);
+  assert.notEqual(agent(more), agent(first));
+  assert.equal(agent(more).destinations[0]!.count, 7);
 });
