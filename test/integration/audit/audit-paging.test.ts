@@ -59,7 +59,7 @@ const BOT = 'eng/bot-1';
 const BOT2 = 'eng/bot-2';
 
 /** Who acts and whom it is about, in every shape the product records (src/governance/caller.ts and the control plane). */
-const SHAPES: { type: string; action: string; actorKind: string; actorId: string | null; subject: string | null; host?: string }[] = [
+const SHAPES: { type: string; action: string; actorKind: string; actorId: string | null; subject: string | null; host?: string; data?: Record<string, unknown> }[] = [
   // Governed calls: an agent key (actor and subject the agent), a developer with an agent (actor the developer,
   // subject the agent), a developer whose tool is the agent (actor and subject the developer).
   { type: 'llm', action: 'llm.request', actorKind: 'agent', actorId: BOT, subject: BOT },
@@ -77,6 +77,9 @@ const SHAPES: { type: string; action: string; actorKind: string; actorId: string
   { type: 'control', action: 'grant.expire', actorKind: 'system', actorId: 'system:expiry', subject: ALICE },
   { type: 'control', action: 'policy.create', actorKind: 'developer', actorId: BOB, subject: 'no-prod-writes' },
   { type: 'control', action: 'audit.retention', actorKind: 'system', actorId: 'system:retention', subject: null },
+  // Identities named only inside `data` (an agent's new owners, a rule's approvers): not a match for them.
+  { type: 'control', action: 'identity.owners_set', actorKind: 'developer', actorId: BOB, subject: BOT2, data: { oldOwners: [], newOwners: [ALICE] } },
+  { type: 'control', action: 'exception_rule.create', actorKind: 'developer', actorId: BOB, subject: 'no-prod-writes', data: { requiredApprovers: [ALICE] } },
 ];
 
 /** The contract's filter, evaluated on a row: what the API must answer, computed without it. */
@@ -117,7 +120,7 @@ async function insert(db: Db, rows: { at: Date; shape: (typeof SHAPES)[number]; 
   for (const { at, shape, marker } of rows) {
     await db.query(
       `INSERT INTO audit_events (at, type, action, actor_kind, actor_id, subject, host, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [at, shape.type, shape.action, shape.actorKind, shape.actorId, shape.subject, shape.host ?? null, JSON.stringify({ marker })],
+      [at, shape.type, shape.action, shape.actorKind, shape.actorId, shape.subject, shape.host ?? null, JSON.stringify({ ...shape.data, marker })],
     );
   }
 }
@@ -207,6 +210,13 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     assert.equal(combinations, 4 * 4 * 4 * 3 * 3);
     // The values were chosen so that many combinations match something, and some match nothing.
     assert.ok(nonEmpty > 50 && nonEmpty < combinations, `${nonEmpty} of ${combinations} combinations match events`);
+  });
+
+  test('an empty filter value is no filter', async () => {
+    const plain = await admin.get(`/api/v1/audit-events?limit=${PAGE}`);
+    const empty = await admin.get(`/api/v1/audit-events?limit=${PAGE}&type=&action=&identity=&since=&until=`);
+    assert.equal(empty.status, 200);
+    assert.deepEqual(empty.body, plain.body);
   });
 
   test('a page walk does not move while events arrive between its requests', async () => {
