@@ -1,5 +1,5 @@
 /**
- * Issue 23: every combination of the audit list's filters (type, action, identity, since, until; each absent, with a
+ * Issue 23: every combination of the audit list's filters (type, action, identity, callId, since, until; each absent, with a
  * value that matches some events, or one that matches none) pages, 7 events a page through the HTTP API, to exactly
  * what a plain scan of the table gives for the same filters: the same events, in the API's order (newest first, by
  * id), none twice, none missing. And a keyset page walk does not move while events arrive between its requests.
@@ -32,12 +32,14 @@ interface Row {
   actorId: string | null;
   subject: string | null;
   host: string | null;
+  callId: string | null;
 }
 
 interface Filter {
   type?: string;
   action?: string;
   identity?: string;
+  callId?: string;
   since?: Date;
   until?: Date;
 }
@@ -87,6 +89,7 @@ function matches(r: Row, f: Filter): boolean {
   if (f.type !== undefined && r.type !== f.type) return false;
   if (f.action !== undefined && r.action !== f.action) return false;
   if (f.identity !== undefined && r.actorId !== f.identity && r.subject !== f.identity) return false;
+  if (f.callId !== undefined && r.callId !== f.callId) return false;
   if (f.since !== undefined && r.at.getTime() < f.since.getTime()) return false;
   if (f.until !== undefined && r.at.getTime() >= f.until.getTime()) return false;
   return true;
@@ -97,6 +100,7 @@ function queryOf(f: Filter, cursor: string | null): string {
   if (f.type !== undefined) q.push(`type=${enc(f.type)}`);
   if (f.action !== undefined) q.push(`action=${enc(f.action)}`);
   if (f.identity !== undefined) q.push(`identity=${enc(f.identity)}`);
+  if (f.callId !== undefined) q.push(`callId=${enc(f.callId)}`);
   if (f.since !== undefined) q.push(`since=${enc(f.since.toISOString())}`);
   if (f.until !== undefined) q.push(`until=${enc(f.until.toISOString())}`);
   if (cursor) q.push(`cursor=${enc(cursor)}`);
@@ -108,19 +112,23 @@ const describe = (f: Filter) =>
 
 /** Every row of the table, read without any condition: the plain scan the API is compared with. */
 async function scanAll(db: Db): Promise<Row[]> {
-  const r = await db.query<{ id: string; at: Date; type: string; action: string; actor_kind: string; actor_id: string | null; subject: string | null; host: string | null }>(
-    `SELECT id::text AS id, at, type, action, actor_kind, actor_id, subject, host FROM audit_events`,
+  const r = await db.query<{ id: string; at: Date; type: string; action: string; actor_kind: string; actor_id: string | null; subject: string | null; host: string | null; call_id: string | null }>(
+    `SELECT id::text AS id, at, type, action, actor_kind, actor_id, subject, host, data->>'callId' AS call_id FROM audit_events`,
   );
-  const rows = r.rows.map((x) => ({ id: x.id, at: x.at, type: x.type, action: x.action, actorKind: x.actor_kind, actorId: x.actor_id, subject: x.subject, host: x.host }));
+  const rows = r.rows.map((x) => ({ id: x.id, at: x.at, type: x.type, action: x.action, actorKind: x.actor_kind, actorId: x.actor_id, subject: x.subject, host: x.host, callId: x.call_id }));
   // The API's order: newest first by id (ids come from one sequence, in the order events were recorded).
   return rows.sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : BigInt(b.id) < BigInt(a.id) ? -1 : 0));
 }
 
+/** Governed calls' events share a callId in turn (`c0`..`c29`), across days: the callId filter has pairs and more to find. */
+let calls = 0;
+
 async function insert(db: Db, rows: { at: Date; shape: (typeof SHAPES)[number]; marker: string }[]): Promise<void> {
   for (const { at, shape, marker } of rows) {
+    const callId = shape.type === 'control' ? {} : { callId: `c${calls++ % 30}` };
     await db.query(
       `INSERT INTO audit_events (at, type, action, actor_kind, actor_id, subject, host, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [at, shape.type, shape.action, shape.actorKind, shape.actorId, shape.subject, shape.host ?? null, JSON.stringify({ ...shape.data, marker })],
+      [at, shape.type, shape.action, shape.actorKind, shape.actorId, shape.subject, shape.host ?? null, JSON.stringify({ ...shape.data, ...callId, marker })],
     );
   }
 }
@@ -181,6 +189,7 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     const types = [undefined, 'llm', 'control', 'nothing'];
     const actions = [undefined, 'llm.request', 'access_request.approve', 'nothing.none'];
     const identities = [undefined, ALICE, BOT, 'nobody/none'];
+    const callIds = [undefined, 'c7', 'c-none'];
     const sinces = [undefined, tie1, far];
     const untils = [undefined, tie2, long];
     let combinations = 0;
@@ -188,26 +197,28 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     for (const type of types)
       for (const action of actions)
         for (const identity of identities)
-          for (const since of sinces)
-            for (const until of untils) {
-              const f: Filter = {
-                ...(type !== undefined ? { type } : {}),
-                ...(action !== undefined ? { action } : {}),
-                ...(identity !== undefined ? { identity } : {}),
-                ...(since !== undefined ? { since } : {}),
-                ...(until !== undefined ? { until } : {}),
-              };
-              const expected = all.filter((r) => matches(r, f)).map((r) => r.id);
-              const got = await pageThrough(admin, f);
-              // An event the replica itself recorded after the scan can only come first (newest): leave it out.
-              const paged = got.filter((id) => BigInt(id) <= BigInt(newest));
-              assert.deepEqual(got.slice(got.length - paged.length), paged, `${describe(f)}: a newer event inside the pages`);
-              assert.equal(new Set(paged).size, paged.length, `${describe(f)}: an event twice`);
-              assert.deepEqual(paged, expected, `${describe(f)}: pages differ from the plain scan`);
-              combinations++;
-              if (expected.length > 0) nonEmpty++;
-            }
-    assert.equal(combinations, 4 * 4 * 4 * 3 * 3);
+          for (const callId of callIds)
+            for (const since of sinces)
+              for (const until of untils) {
+                const f: Filter = {
+                  ...(type !== undefined ? { type } : {}),
+                  ...(action !== undefined ? { action } : {}),
+                  ...(identity !== undefined ? { identity } : {}),
+                  ...(callId !== undefined ? { callId } : {}),
+                  ...(since !== undefined ? { since } : {}),
+                  ...(until !== undefined ? { until } : {}),
+                };
+                const expected = all.filter((r) => matches(r, f)).map((r) => r.id);
+                const got = await pageThrough(admin, f);
+                // An event the replica itself recorded after the scan can only come first (newest): leave it out.
+                const paged = got.filter((id) => BigInt(id) <= BigInt(newest));
+                assert.deepEqual(got.slice(got.length - paged.length), paged, `${describe(f)}: a newer event inside the pages`);
+                assert.equal(new Set(paged).size, paged.length, `${describe(f)}: an event twice`);
+                assert.deepEqual(paged, expected, `${describe(f)}: pages differ from the plain scan`);
+                combinations++;
+                if (expected.length > 0) nonEmpty++;
+              }
+    assert.equal(combinations, 4 * 4 * 4 * 3 * 3 * 3);
     // The values were chosen so that many combinations match something, and some match nothing.
     assert.ok(nonEmpty > 50 && nonEmpty < combinations, `${nonEmpty} of ${combinations} combinations match events`);
   });
