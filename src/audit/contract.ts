@@ -30,10 +30,15 @@ export const AuditEventQuery = Type.Object(
   {
     type: Type.Optional(Type.String({ maxLength: 40 })),
     action: Type.Optional(Type.String({ maxLength: 80 })),
-    identity: Type.Optional(Type.String({ maxLength: 320, description: 'Events whose actor or subject is this identity' })),
+    identity: Type.Optional(
+      Type.String({
+        maxLength: 320,
+        description: 'Events whose actor.id or subject is exactly this id (an identity id, or system:<name>, sensor:<name>); an id named only inside data does not match',
+      }),
+    ),
     callId: Type.Optional(Type.String({ maxLength: 64, description: "A governed call's events (data.callId): its decision event and its end event" })),
-    since: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, inclusive' })),
-    until: Type.Optional(Type.String({ description: 'ISO 8601 or Unix seconds, exclusive' })),
+    since: Type.Optional(Type.String({ description: 'Events with at at or after this: ISO 8601 or Unix seconds, inclusive' })),
+    until: Type.Optional(Type.String({ description: 'Events with at before this: ISO 8601 or Unix seconds, exclusive' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
     cursor: Type.Optional(Type.String({ maxLength: 100, description: 'nextCursor of the previous page' })),
   },

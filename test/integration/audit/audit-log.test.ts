@@ -50,6 +50,28 @@ describeEachStore('audit log', ({ store }) => {
     assert.ok(past.length > 0);
   });
 
+  test('callEnded says whether a listed decision has its end, wherever the end is', async () => {
+    const put = (action: string, data: Record<string, unknown>, at = new Date()) =>
+      replica.db.query(`INSERT INTO audit_events (at, type, action, actor_kind, actor_id, subject, data) VALUES ($1, 'llm', $2, 'agent', 'eng/page-1', 'eng/page-1', $3)`, [
+        at,
+        action,
+        JSON.stringify(data),
+      ]);
+    // Ended, with its end in a later day partition than its decision; in flight; refused at once (no end to wait
+    // for); and a pair the writer wrote twice (an INSERT that committed but whose answer was lost, then retried).
+    const yesterday = new Date(Date.now() - 86_400_000);
+    await replica.db.query(`SELECT audit_events_ensure_partitions((now() AT TIME ZONE 'UTC')::date - 1, (now() AT TIME ZONE 'UTC')::date)`);
+    await put('llm.request', { callId: 'c-ended', marker: 'ended' }, yesterday);
+    await put('llm.request_end', { callId: 'c-ended', end: 'completed' });
+    await put('llm.request', { callId: 'c-flight', marker: 'flight' });
+    await put('llm.request', { callId: 'c-refused', end: 'refused', marker: 'refused' });
+    for (let i = 0; i < 2; i++) await put('llm.request', { callId: 'c-twice', marker: 'twice' });
+    for (let i = 0; i < 2; i++) await put('llm.request_end', { callId: 'c-twice', end: 'completed' });
+    const items: { action: string; data: { marker?: string }; callEnded?: boolean }[] = (await admin.get('/api/v1/audit-events?action=llm.request&identity=eng%2Fpage-1')).body.items;
+    const ended = Object.fromEntries(items.map((e) => [e.data.marker, e.callEnded]));
+    assert.deepEqual(ended, { ended: true, flight: false, refused: undefined, twice: true });
+  });
+
   test('bad filters are 400s naming the parameter', async () => {
     for (const [qs, field] of [['limit=0', 'limit'], ['limit=501', 'limit'], ['since=yesterday', 'since'], ['cursor=zzz', 'cursor'], ['colour=red', 'colour'], [`callId=${'c'.repeat(65)}`, 'callId']]) {
       const r = await admin.get(`/api/v1/audit-events?${qs}`);
