@@ -21,7 +21,8 @@ import { decideHeldCall } from './held-call-state.js';
 import type { HeldCall, HeldCallState } from './contract.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
 import { notFound } from '../shared/errors.js';
-import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import { Channels, type Db, type Queryable } from '../store/db.js';
+import { announceInTransaction, noticeOf, NoticeSender, outcomeOfNotice, type DecisionNotice } from './decision-notice.js';
 import type { HumanReviewCache } from './settings.js';
 
 export interface HoldRequest {
@@ -116,47 +117,6 @@ function outcomeOf(r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'd
   }
 }
 
-/**
- * What a decision's NOTIFY carries: the outcome itself, so that the replica whose callers wait answers them from the
- * payload without reading the entry back (with 50,000 parked, that read per release was one more query queued on a
- * busy pool). A payload that would pass PostgreSQL's 8,000-byte limit (a long deny note) goes without the note, and
- * its listeners read the entry instead.
- */
-interface DecisionNotice {
-  id: string;
-  state: HeldCallState;
-  note?: string;
-  decidedBy?: string;
-  timeoutOutcome?: 'deny' | 'allow';
-}
-
-const NOTICE_MAX_BYTES = 7_000;
-
-function noticeOf(r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'decided_by'>): DecisionNotice {
-  const full: DecisionNotice = { id: r.id, state: r.state };
-  if (r.state === 'stopped') Object.assign(full, { note: r.note ?? '', decidedBy: r.decided_by ?? '' });
-  if (r.state === 'timed_out' && r.timeout_outcome) full.timeoutOutcome = r.timeout_outcome;
-  return Buffer.byteLength(JSON.stringify(full)) <= NOTICE_MAX_BYTES ? full : { id: r.id, state: r.state };
-}
-
-/** The outcome a notice carries; null when it lacks a field the outcome needs (then the entry is read). */
-function outcomeOfNotice(n: DecisionNotice): HoldOutcome | null {
-  switch (n.state) {
-    case 'released':
-      return { outcome: 'released', entryId: n.id };
-    case 'stopped':
-      return typeof n.note === 'string' && typeof n.decidedBy === 'string' ? { outcome: 'stopped', entryId: n.id, note: n.note, decidedBy: n.decidedBy } : null;
-    case 'timed_out':
-      return n.timeoutOutcome === 'allow' || n.timeoutOutcome === 'deny' ? { outcome: 'timed_out', entryId: n.id, allow: n.timeoutOutcome === 'allow' } : null;
-    default:
-      return null;
-  }
-}
-
-async function announce(q: Queryable, r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'decided_by'>): Promise<void> {
-  await notify(q, Channels.heldCall, noticeOf(r));
-}
-
 /** Every this many sweeps, the re-check reads every waited entry rather than only those decided lately. */
 const FULL_RECHECK_SWEEPS = 12;
 /** How far before the last re-check the next one still looks (a decision's time is when its transaction began). */
@@ -182,6 +142,7 @@ export class HeldCallRegistry {
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly heartbeatSeconds: number;
   private readonly lapseSeconds: number;
+  private readonly notices: NoticeSender;
 
   constructor(
     private readonly db: Db,
@@ -190,6 +151,7 @@ export class HeldCallRegistry {
   ) {
     this.heartbeatSeconds = options.heartbeatSeconds ?? 5;
     this.lapseSeconds = options.lapseSeconds ?? 30;
+    this.notices = new NoticeSender(db, (err) => this.options.onError?.(err));
   }
 
   async start(): Promise<void> {
@@ -512,7 +474,7 @@ export class HeldCallRegistry {
           subject: row.requester ?? row.agent_id,
           data: { heldCallId: row.id, replicaId, note },
         });
-        await announce(tx, row);
+        await announceInTransaction(tx, row);
       }
     });
   }
@@ -534,17 +496,19 @@ export class HeldCallRegistry {
         subject: row.requester ?? row.agent_id,
         data: { heldCallId: id, timeoutOutcome: outcome, attachedCalls: row.attached_calls },
       });
-      await announce(tx, { id, state: 'timed_out', timeout_outcome: outcome, note: null, decided_by: 'system:timeout' });
+      await announceInTransaction(tx, { id, state: 'timed_out', timeout_outcome: outcome, note: null, decided_by: 'system:timeout' });
     });
     await this.recheck(id);
   }
 
   /**
    * An admin's decision (approve / deny with a note), from any replica: the entry read, `decideHeldCall`, then one
-   * conditional statement that changes the entry, writes its audit event and sends its notification together (a
-   * statement is a transaction), only while the entry is still pending. Of two deciders racing, the second
-   * statement finds it decided and changes nothing; its re-read gives the refusal. Two round trips instead of a
-   * transaction's seven: with thousands released at once, each one a person waits on.
+   * conditional statement that changes the entry and writes its audit event together (a statement is a
+   * transaction), only while the entry is still pending. Of two deciders racing, the second statement finds it
+   * decided and changes nothing; its re-read gives the refusal. Only the statement that changed the entry announces
+   * it, once committed (`NoticeSender`: one outcome, one notification). Two round trips instead of a transaction's
+   * seven, and no cluster-wide lock held through the commit's disk flush: with thousands released at once, each
+   * one a person waits on.
    */
   async decideOnEntry(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
     const approver = deciderOf(caller);
@@ -573,23 +537,23 @@ export class HeldCallRegistry {
         subject: row.requester ?? row.agent_id,
         data: { heldCallId: id, policy: row.policy_name, ...(note !== null ? { note } : {}), ...credentialOf(caller) },
       };
-      const notice = noticeOf({ id, state: d.nextState, timeout_outcome: null, note, decided_by: approver.id });
       // attachedCalls as the update found it (an identical call may have attached since the read).
       const r = await this.db.query<Row>(
         `WITH decided AS (
            UPDATE held_calls SET state = $2, decided_by = $3, decided_at = now(), note = $4 WHERE id = $1 AND state = 'pending' RETURNING ${COLUMNS}
          ), audited AS (
            INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS})
-           SELECT $7, $8, $9, $10, $11, $12, $13, $14::jsonb || jsonb_build_object('attachedCalls', attached_calls) FROM decided
+           SELECT $5, $6, $7, $8, $9, $10, $11, $12::jsonb || jsonb_build_object('attachedCalls', attached_calls) FROM decided
          )
-         SELECT decided.*, pg_notify($5, $6) AS notified FROM decided`,
-        [id, d.nextState, approver.id, note, Channels.heldCall, JSON.stringify(notice), ...auditValues(event)],
+         SELECT * FROM decided`,
+        [id, d.nextState, approver.id, note, ...auditValues(event)],
       );
       const updated = r.rows[0];
       if (!updated) continue;
-      // This replica's own waiters resume without waiting for the notification to come back.
+      // This replica's own waiters resume without waiting for the notification to come back; the others on it.
       const outcome = outcomeOf(updated);
       if (outcome) this.wake(id, outcome);
+      await this.notices.send(noticeOf(updated));
       return toHeldCall(updated);
     }
   }
@@ -615,7 +579,7 @@ export async function stopHeldCallsOf(tx: Queryable, actor: Actor, identityId: s
       subject: row.requester ?? row.agent_id,
       data: { heldCallId: row.id, cause: 'identity_deleted', identityId, attachedCalls: row.attached_calls },
     });
-    await announce(tx, row);
+    await announceInTransaction(tx, row);
   }
   return r.rows.length;
 }
