@@ -258,8 +258,10 @@ export class HeldCallRegistry {
     });
     this.armTimer(row.id, row.expires_at);
     onParked?.({ id: row.id, expiresAt: row.expires_at, leave: () => this.leave(row.id) });
-    // Decided between the upsert and the waiter? Read once more so the caller is not left waiting for a lost wake-up.
-    void this.recheck(row.id);
+    // Decided between the upsert and the waiter (its notification came first)? The sweep's re-check of recent
+    // decisions wakes it within a beat. No read here per parked call: in a burst of 50,000 those reads queued behind
+    // the burst's own inserts on the pool and were still queued when the releases came, which then waited behind
+    // them for minutes (bench/held-calls, 2026-11-27).
     return outcome;
   }
 
