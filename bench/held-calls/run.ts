@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
     http2: { type: 'boolean', default: false },
+    timeline: { type: 'boolean', default: false },
   },
 });
 const positive = (name: string, s: string): number => {
@@ -447,6 +448,12 @@ async function main(): Promise<void> {
       warnings,
     };
     writeFileSync(join(outDir, `${stem}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    if (args.timeline) {
+      // One line per call, ms since the first approve was sent: where in the run the slow releases fall.
+      const at = (v: number) => (Number.isNaN(v) ? '' : (v - releaseStart).toFixed(1));
+      const lines = parked.map((p, i) => `${i},${at(sentAt[i]!)},${at(approvedAt[i]!)},${at(p.answeredAt)}`);
+      writeFileSync(join(outDir, `${stem}.timeline.csv`), `call,approve_sent_ms,approve_answered_ms,call_answered_ms\n${lines.join('\n')}\n`);
+    }
     const md = [
       `# bench/held-calls${args.quick ? ' (quick)' : ''}`,
       '',

@@ -22,13 +22,17 @@ export interface AuditInput {
   data?: Record<string, unknown>;
 }
 
-export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
+/** The columns an event is written to, in the order of `auditValues`. */
+export const AUDIT_INSERT_COLUMNS = 'type, action, outcome, actor_kind, actor_id, subject, host, data';
+
+/** An event's values for `AUDIT_INSERT_COLUMNS` (data as JSON text). */
+export function auditValues(e: AuditInput): unknown[] {
   if (e.host && e.type !== 'egress') throw new Error('only egress audit events carry a host');
-  await q.query(
-    `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, JSON.stringify(e.data ?? {})],
-  );
+  return [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, JSON.stringify(e.data ?? {})];
+}
+
+export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
+  await q.query(`INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, auditValues(e));
 }
 
 /**

@@ -14,14 +14,15 @@
  * stuck. A replica shutting down hands its entries over instead of stopping them (`stop`).
  */
 import { randomBytes } from 'node:crypto';
-import { recordAudit } from '../audit/audit.js';
+import { AUDIT_INSERT_COLUMNS, auditValues, recordAudit, type AuditInput } from '../audit/audit.js';
 import { deciderOf, SYSTEM_DECIDER } from '../shared/decider.js';
 import { refusalError, type RefusalCode } from '../shared/refusal.js';
 import { decideHeldCall } from './held-call-state.js';
 import type { HeldCall, HeldCallState } from './contract.js';
 import { credentialOf, type Actor } from '../shared/actor.js';
 import { notFound } from '../shared/errors.js';
-import { Channels, notify, type Db, type Queryable } from '../store/db.js';
+import { Channels, type Db, type Queryable } from '../store/db.js';
+import { announceInTransaction, noticeOf, NoticeSender, outcomeOfNotice, type DecisionNotice } from './decision-notice.js';
 import type { HumanReviewCache } from './settings.js';
 
 export interface HoldRequest {
@@ -116,6 +117,11 @@ function outcomeOf(r: Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'd
   }
 }
 
+/** Every this many sweeps, the re-check reads every waited entry rather than only those decided lately. */
+const FULL_RECHECK_SWEEPS = 12;
+/** How far before the last re-check the next one still looks (a decision's time is when its transaction began). */
+const RECHECK_SLACK_SECONDS = 30;
+
 export interface RegistryOptions {
   heartbeatSeconds?: number;
   /**
@@ -136,6 +142,7 @@ export class HeldCallRegistry {
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly heartbeatSeconds: number;
   private readonly lapseSeconds: number;
+  private readonly notices: NoticeSender;
 
   constructor(
     private readonly db: Db,
@@ -144,6 +151,7 @@ export class HeldCallRegistry {
   ) {
     this.heartbeatSeconds = options.heartbeatSeconds ?? 5;
     this.lapseSeconds = options.lapseSeconds ?? 30;
+    this.notices = new NoticeSender(db, (err) => this.options.onError?.(err));
   }
 
   async start(): Promise<void> {
@@ -160,18 +168,23 @@ export class HeldCallRegistry {
   }
 
   private sweeping: Promise<void> | null = null;
+  private sweeps = 0;
 
   /**
    * The periodic work, one pass at a time: a pass still running when the next beat comes (a busy replica with
-   * 50,000 waiters) is not joined by another, which would only queue more queries behind it.
+   * 50,000 waiters) is not joined by another, which would only queue more queries behind it. Its cost does not grow
+   * with the calls parked: which owners went silent and which entries were decided lately are index look-ups
+   * (migration 020); only the full re-check, every `FULL_RECHECK_SWEEPS`th pass, reads every waited entry.
    */
   private sweep(): void {
     if (this.sweeping) return;
+    const full = this.sweeps++ % FULL_RECHECK_SWEEPS === 0;
     this.sweeping = (async () => {
       await this.claimWaitedEntries().catch((err: Error) => this.options.onError?.(err));
       await this.resolveOrphans().catch((err: Error) => this.options.onError?.(err));
-      // A notification lost without a resync still reaches the waiter within a beat.
-      await this.recheckAll();
+      // A notification lost without a resync still reaches the waiter within a beat (decided lately), and the full
+      // pass catches even a decision whose transaction outlasted the look-back.
+      await (full ? this.recheckAll() : this.recheckRecent());
     })().finally(() => {
       this.sweeping = null;
     });
@@ -245,8 +258,10 @@ export class HeldCallRegistry {
     });
     this.armTimer(row.id, row.expires_at);
     onParked?.({ id: row.id, expiresAt: row.expires_at, leave: () => this.leave(row.id) });
-    // Decided between the upsert and the waiter? Read once more so the caller is not left waiting for a lost wake-up.
-    void this.recheck(row.id);
+    // Decided between the upsert and the waiter (its notification came first)? The sweep's re-check of recent
+    // decisions wakes it within a beat. No read here per parked call: in a burst of 50,000 those reads queued behind
+    // the burst's own inserts on the pool and were still queued when the releases came, which then waited behind
+    // them for minutes (bench/held-calls, 2026-11-27).
     return outcome;
   }
 
@@ -302,12 +317,16 @@ export class HeldCallRegistry {
   }
 
   private onNotification(payload: string): void {
+    let notice: DecisionNotice;
     try {
-      const p = JSON.parse(payload) as { id?: string };
-      if (typeof p.id === 'string' && this.waiters.has(p.id)) void this.recheck(p.id);
+      notice = JSON.parse(payload) as DecisionNotice;
     } catch {
-      // not ours
+      return; // not ours
     }
+    if (typeof notice.id !== 'string' || !this.waiters.has(notice.id)) return;
+    const outcome = outcomeOfNotice(notice);
+    if (outcome) this.wake(notice.id, outcome);
+    else void this.recheck(notice.id);
   }
 
   private async recheck(id: string): Promise<void> {
@@ -318,10 +337,40 @@ export class HeldCallRegistry {
   }
 
   private rechecking: Promise<void> | null = null;
+  /** When (this process's clock) the last re-check began: the next one looks back from there. */
+  private recheckedAt = Date.now();
+
+  /**
+   * Wakes the waiters whose entry was decided since the last re-check (and `RECHECK_SLACK_SECONDS` before it, for a
+   * decision whose transaction began earlier than it committed): the decided-at index, whatever the number parked.
+   */
+  private recheckRecent(): Promise<void> {
+    if (this.waiters.size === 0) return Promise.resolve();
+    this.rechecking ??= (async () => {
+      const since = this.recheckedAt;
+      this.recheckedAt = Date.now();
+      const lookBack = (this.recheckedAt - since) / 1000 + RECHECK_SLACK_SECONDS;
+      const r = await this.db.query<Pick<Row, 'id' | 'state' | 'timeout_outcome' | 'note' | 'decided_by'>>(
+        `SELECT id, state, timeout_outcome, note, decided_by FROM held_calls WHERE decided_at > now() - make_interval(secs => $1)`,
+        [lookBack],
+      );
+      for (const row of r.rows) {
+        if (!this.waiters.has(row.id)) continue;
+        const outcome = outcomeOf(row);
+        if (outcome) this.wake(row.id, outcome);
+      }
+    })()
+      .catch((err: Error) => this.options.onError?.(err))
+      .finally(() => {
+        this.rechecking = null;
+      });
+    return this.rechecking;
+  }
 
   /** Wakes every waiter whose entry was decided, in a few set-based queries (thousands may be parked), one pass at a time. */
   private recheckAll(): Promise<void> {
     this.rechecking ??= (async () => {
+      this.recheckedAt = Date.now();
       const ids = [...this.waiters.keys()];
       for (let i = 0; i < ids.length; i += 1000) {
         const r = await this.db.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = ANY($1) AND state <> 'pending'`, [ids.slice(i, i + 1000)]);
@@ -361,25 +410,44 @@ export class HeldCallRegistry {
    * entries nobody waits on any more.
    */
   private async claimWaitedEntries(): Promise<void> {
+    if (this.waiters.size === 0) return;
+    // Almost always none: then there is nothing to claim, and the waited entries are not read at all.
+    const silent = await this.silentOwners(this.heartbeatSeconds * 2);
+    if (silent.length === 0) return;
     const ids = [...this.waiters.keys()];
     for (let i = 0; i < ids.length; i += 1000) {
       await this.db.query(
         `UPDATE held_calls h SET replica_id = $1
-          WHERE h.id = ANY($2) AND h.state = 'pending' AND h.replica_id <> $1
+          WHERE h.id = ANY($2) AND h.state = 'pending' AND h.replica_id = ANY($4)
             AND NOT EXISTS (SELECT 1 FROM replica_heartbeats b WHERE b.replica_id = h.replica_id AND b.seen_at >= now() - make_interval(secs => $3))`,
-        [this.replicaId, ids.slice(i, i + 1000), this.heartbeatSeconds * 2],
+        [this.replicaId, ids.slice(i, i + 1000), this.heartbeatSeconds * 2, silent],
       );
     }
   }
 
+  /**
+   * The other replicas owning pending entries whose heartbeat is older than `seconds` (or that never had one). The
+   * owners are a handful however many entries they own: the recursive query skips from one owner to the next through
+   * the pending entries' replica index instead of reading the entries.
+   */
+  private async silentOwners(seconds: number): Promise<string[]> {
+    const r = await this.db.query<{ replica_id: string }>(
+      `WITH RECURSIVE owners (replica_id) AS (
+         (SELECT replica_id FROM held_calls WHERE state = 'pending' ORDER BY replica_id LIMIT 1)
+         UNION ALL
+         SELECT (SELECT h.replica_id FROM held_calls h WHERE h.state = 'pending' AND h.replica_id > o.replica_id ORDER BY h.replica_id LIMIT 1)
+           FROM owners o WHERE o.replica_id IS NOT NULL
+       )
+       SELECT o.replica_id FROM owners o LEFT JOIN replica_heartbeats b ON b.replica_id = o.replica_id
+        WHERE o.replica_id IS NOT NULL AND o.replica_id <> $1 AND (b.seen_at IS NULL OR b.seen_at < now() - make_interval(secs => $2))`,
+      [this.replicaId, seconds],
+    );
+    return r.rows.map((row) => row.replica_id);
+  }
+
   /** Stops the pending entries of replicas whose heartbeat lapsed (or that never had one), with a reason. */
   async resolveOrphans(): Promise<void> {
-    const r = await this.db.query<{ replica_id: string }>(
-      `SELECT DISTINCT h.replica_id FROM held_calls h LEFT JOIN replica_heartbeats b ON b.replica_id = h.replica_id
-        WHERE h.state = 'pending' AND h.replica_id <> $1 AND (b.seen_at IS NULL OR b.seen_at < now() - make_interval(secs => $2))`,
-      [this.replicaId, this.lapseSeconds],
-    );
-    for (const { replica_id } of r.rows) {
+    for (const replica_id of await this.silentOwners(this.lapseSeconds)) {
       await this.stopEntriesOf(replica_id, 'the Reins replica holding this call stopped before anyone decided', this.lapseSeconds).catch((err: Error) => this.options.onError?.(err));
     }
     // A replica that shut down leaves its last heartbeat behind (its entries' hand-over window); forget it once lapsed twice over and owning nothing.
@@ -408,7 +476,7 @@ export class HeldCallRegistry {
           subject: row.requester ?? row.agent_id,
           data: { heldCallId: row.id, replicaId, note },
         });
-        await notify(tx, Channels.heldCall, { id: row.id, state: 'stopped' });
+        await announceInTransaction(tx, row);
       }
     });
   }
@@ -430,52 +498,66 @@ export class HeldCallRegistry {
         subject: row.requester ?? row.agent_id,
         data: { heldCallId: id, timeoutOutcome: outcome, attachedCalls: row.attached_calls },
       });
-      await notify(tx, Channels.heldCall, { id, state: 'timed_out' });
+      await announceInTransaction(tx, { id, state: 'timed_out', timeout_outcome: outcome, note: null, decided_by: 'system:timeout' });
     });
     await this.recheck(id);
   }
 
-  /** An admin's decision (approve / deny with a note), from any replica. */
+  /**
+   * An admin's decision (approve / deny with a note), from any replica: the entry read, `decideHeldCall`, then one
+   * conditional statement that changes the entry and writes its audit event together (a statement is a
+   * transaction), only while the entry is still pending. Of two deciders racing, the second statement finds it
+   * decided and changes nothing; its re-read gives the refusal. Only the statement that changed the entry announces
+   * it, once committed (`NoticeSender`: one outcome, one notification). Two round trips instead of a transaction's
+   * seven, and no cluster-wide lock held through the commit's disk flush: with thousands released at once, each
+   * one a person waits on.
+   */
   async decideOnEntry(caller: Actor, id: string, action: { kind: 'approve' } | { kind: 'deny'; note: string }): Promise<HeldCall> {
     const approver = deciderOf(caller);
-    const result = await this.db.transaction(async (tx): Promise<{ refused: { code: RefusalCode; message: string; auditAction: string } } | { entry: HeldCall }> => {
-      const r = await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1 FOR UPDATE`, [id]);
-      const row = r.rows[0];
+    // Twice at most: an entry leaves pending once, so the second read refuses or decides.
+    for (;;) {
+      const row = (await this.db.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id])).rows[0];
       if (!row) throw notFound(`no held call ${id}`);
       const d = decideHeldCall({ state: row.state, requester: row.requester, expiresAt: row.expires_at.getTime() }, action, approver, Date.now());
-      if (!d.ok) return { refused: d };
-      await tx.query(`UPDATE held_calls SET state = $2, decided_by = $3, decided_at = now(), note = $4 WHERE id = $1 AND state = 'pending'`, [
-        id,
-        d.nextState,
-        approver.id,
-        action.kind === 'deny' ? action.note : null,
-      ]);
+      if (!d.ok) {
+        await recordAudit(this.db, {
+          type: 'control',
+          action: d.auditAction,
+          actor: caller,
+          outcome: 'refused',
+          subject: id,
+          data: { heldCallId: id, code: d.code, ...credentialOf(caller) },
+        });
+        throw refusalError(d);
+      }
+      const note = action.kind === 'deny' ? action.note : null;
       // Approval of a held call: audit log entry only; nothing is announced in the conversation.
-      await recordAudit(tx, {
+      const event: AuditInput = {
         type: 'control',
         action: action.kind === 'approve' ? 'held_call.approve' : 'held_call.deny',
         actor: caller,
         subject: row.requester ?? row.agent_id,
-        data: { heldCallId: id, attachedCalls: row.attached_calls, policy: row.policy_name, ...(action.kind === 'deny' ? { note: action.note } : {}), ...credentialOf(caller) },
-      });
-      await notify(tx, Channels.heldCall, { id, state: d.nextState });
-      const updated = (await tx.query<Row>(`SELECT ${COLUMNS} FROM held_calls WHERE id = $1`, [id])).rows[0]!;
-      return { entry: toHeldCall(updated) };
-    });
-    if ('refused' in result) {
-      await recordAudit(this.db, {
-        type: 'control',
-        action: result.refused.auditAction,
-        actor: caller,
-        outcome: 'refused',
-        subject: id,
-        data: { heldCallId: id, code: result.refused.code, ...credentialOf(caller) },
-      });
-      throw refusalError(result.refused);
+        data: { heldCallId: id, policy: row.policy_name, ...(note !== null ? { note } : {}), ...credentialOf(caller) },
+      };
+      // attachedCalls as the update found it (an identical call may have attached since the read).
+      const r = await this.db.query<Row>(
+        `WITH decided AS (
+           UPDATE held_calls SET state = $2, decided_by = $3, decided_at = now(), note = $4 WHERE id = $1 AND state = 'pending' RETURNING ${COLUMNS}
+         ), audited AS (
+           INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS})
+           SELECT $5, $6, $7, $8, $9, $10, $11, $12::jsonb || jsonb_build_object('attachedCalls', attached_calls) FROM decided
+         )
+         SELECT * FROM decided`,
+        [id, d.nextState, approver.id, note, ...auditValues(event)],
+      );
+      const updated = r.rows[0];
+      if (!updated) continue;
+      // This replica's own waiters resume without waiting for the notification to come back; the others on it.
+      const outcome = outcomeOf(updated);
+      if (outcome) this.wake(id, outcome);
+      await this.notices.send(noticeOf(updated));
+      return toHeldCall(updated);
     }
-    // This replica's own waiters resume without waiting for the notification to come back.
-    if (this.waiters.has(id)) void this.recheck(id);
-    return result.entry;
   }
 }
 
@@ -499,7 +581,7 @@ export async function stopHeldCallsOf(tx: Queryable, actor: Actor, identityId: s
       subject: row.requester ?? row.agent_id,
       data: { heldCallId: row.id, cause: 'identity_deleted', identityId, attachedCalls: row.attached_calls },
     });
-    await notify(tx, Channels.heldCall, { id: row.id, state: 'stopped' });
+    await announceInTransaction(tx, row);
   }
   return r.rows.length;
 }

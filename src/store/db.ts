@@ -56,7 +56,7 @@ export const Channels = {
   policy: 'reins_policy',
   /** Budget rules or model-access rules changed. */
   gatewayRules: 'reins_gateway_rules',
-  /** A held call was decided (payload: {id, state, timeoutOutcome?, note?}). */
+  /** A held call was decided (payload: held-calls/decision-notice.ts, {id, state, note?, decidedBy?, timeoutOutcome?}). */
   heldCall: 'reins_held_call',
   /** Settings changed (Human Review windows and timeout outcome). */
   settings: 'reins_settings',
