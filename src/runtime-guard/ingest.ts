@@ -6,7 +6,6 @@ import { isIP } from 'node:net';
 import { AppError } from '../shared/errors.js';
 import type { Queryable } from '../store/db.js';
 import type { NodeStatusReport } from './node-status.js';
-import type { Observation } from './types.js';
 import { MAX_OBSERVATIONS_PER_REPORT, ObservationInput, type SensorReport } from './contract.js';
 
 export { IngestAnswer, MAX_OBSERVATIONS_PER_REPORT, ObservationInput, SensorReport, SensorStatus } from './contract.js';
@@ -102,13 +101,9 @@ function fieldError(field: string, message: string): AppError {
  * report's body as sent, validated and `storableAsSent`) that parameter is the body itself and PostgreSQL reads its
  * `observations`: no second serialisation of 500 items, and no second 150 KB string for the replica's collector.
  * `count` and `observedAt` are read as numeric and cast, since the sent text may spell a valid integer `1.0` or `1e3`.
- *
- * Returns the stored rows' ids in the order of the report's items: one statement draws them from the sequence row
- * after row as it inserts the items in order, so sorted they match the items (not necessarily consecutive: another
- * report's statement may draw between them).
  */
-export async function storeReport(q: Queryable, report: SensorReport, jsonText?: string): Promise<number[]> {
-  if (report.observations.length === 0) return [];
+export async function storeReport(q: Queryable, report: SensorReport, jsonText?: string): Promise<number> {
+  if (report.observations.length === 0) return 0;
   if (jsonText !== undefined) {
     try {
       return await insertItems(q, report, jsonText);
@@ -122,9 +117,9 @@ export async function storeReport(q: Queryable, report: SensorReport, jsonText?:
   return insertItems(q, report, undefined);
 }
 
-async function insertItems(q: Queryable, report: SensorReport, jsonText: string | undefined): Promise<number[]> {
+async function insertItems(q: Queryable, report: SensorReport, jsonText: string | undefined): Promise<number> {
   const items = jsonText === undefined ? '$2::jsonb' : `$2::jsonb -> 'observations'`;
-  const r = await q.query<{ ids: string }>(
+  await q.query(
     `WITH inserted AS (
        INSERT INTO runtime_observations
          (node, family, rule, behavior, subject, dest_ip, dest_name, count, pod_name, pod_ip, namespace, result, mode, observed_at)
@@ -132,23 +127,13 @@ async function insertItems(q: Queryable, report: SensorReport, jsonText: string 
               o.result, o.mode, o."observedAt"::bigint
          FROM jsonb_to_recordset(${items}) AS o(family text, rule text, behavior text, subject text, "destIP" text, "destName" text,
               count numeric, "podName" text, "podIP" text, namespace text, result text, mode text, "observedAt" numeric)
-       RETURNING id
+       RETURNING 1
      )
      INSERT INTO runtime_node_items (node, stored_items) SELECT $1, count(*) FROM inserted
-     ON CONFLICT (node) DO UPDATE SET stored_items = runtime_node_items.stored_items + excluded.stored_items
-     RETURNING (SELECT string_agg(id::text, ',' ORDER BY id) FROM inserted) AS ids`,
+     ON CONFLICT (node) DO UPDATE SET stored_items = runtime_node_items.stored_items + excluded.stored_items`,
     [report.node, jsonText ?? JSON.stringify(report.observations)],
   );
-  return r.rows[0]!.ids.split(',').map(Number);
-}
-
-/**
- * The report's items as the rows storeReport stores, for the index (ObservationFeed.adoptStored): each given the
- * report's node, in place (an item's own node is absent or equal to it, checkReport).
- */
-export function storedRows(report: SensorReport): Observation[] {
-  for (const o of report.observations) o.node = report.node;
-  return report.observations as Observation[];
+  return report.observations.length;
 }
 
 export type { NodeStatusReport };

@@ -5,7 +5,6 @@
 import type { Queryable } from '../store/db.js';
 import { ObservationIndex, TUPLE_KEY_COLUMNS } from './observation-index.js';
 import { TableTail, type TableTailOptions } from './table-tail.js';
-import type { Observation } from './types.js';
 
 /** The widest window is 24 h; the index and the table keep a margin beyond it. */
 export const RETENTION_SECONDS = 24 * 3600 + 3600;
@@ -52,15 +51,6 @@ export class ObservationFeed {
         after: async (afterId, limit) =>
           (await db.query<KeyedRow>(`SELECT ${COLUMNS} FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit])).rows,
         byIds: async (ids) => (await db.query<KeyedRow>(`SELECT ${COLUMNS} FROM runtime_observations WHERE id = ANY($1::bigint[])`, [ids])).rows,
-        // One string for a whole batch: far cheaper to read than the rows (table-tail.ts, adopt).
-        idsAfter: async (afterId, limit) => {
-          const r = await db.query<{ ids: string | null }>(
-            `SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM (SELECT id FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2) AS batch`,
-            [afterId, limit],
-          );
-          const ids = r.rows[0]?.ids;
-          return ids ? ids.split(',').map(Number) : [];
-        },
         start: async () => {
           const r = await db.query<{ first: string | null }>('SELECT min(id) AS first FROM runtime_observations');
           return Math.max(0, Number(r.rows[0]?.first ?? 0) - START_MARGIN_IDS);
@@ -84,17 +74,6 @@ export class ObservationFeed {
     if (now - this.lastEvictMs >= this.evictEveryMs) {
       this.lastEvictMs = now;
       this.index.evictBefore(now / 1000 - INDEX_RETENTION_SECONDS);
-    }
-  }
-
-  /**
-   * Rows this replica just stored (`ids[i]` holding `rows[i]`, exactly as stored): into the index now rather than read
-   * back from the table by the tail, which skips them. Call it right after the insert committed.
-   */
-  adoptStored(ids: readonly number[], rows: readonly Observation[]): void {
-    for (let i = 0; i < ids.length; i++) {
-      const row = rows[i]!;
-      if (this.tail.adopt(ids[i]!) && row.observedAt >= this.cutoffUnix) this.index.add(row);
     }
   }
 

@@ -11,7 +11,7 @@ import { buildFactsIndex, classifierFor, resolvePodWorkload } from './classify.j
 import type { CapabilityState, ClusterEnvironment, RbacGap, RuntimeCluster } from './cluster.js';
 import { decideEnablement, DISABLED_REASONS, shouldStartCluster, type Enablement } from './enablement.js';
 import { GovernedCallFeed } from './governed-calls.js';
-import { checkReport, cleanReport, cleanStatus, storableAsSent, storedRows, storeReport, type SensorReport } from './ingest.js';
+import { checkReport, cleanReport, cleanStatus, storableAsSent, storeReport, type SensorReport } from './ingest.js';
 import { IngestLagScraper, NEVER_SCRAPED, readIngestLag, type IngestLag } from './ingest-lag.js';
 import { deleteNodeStatusesBefore, fleetBpfLsm, nodeViews, readNodeStatuses, upsertNodeStatus, type NodeStatusReport, type NodeView } from './node-status.js';
 import { ObservationFeed, RETENTION_SECONDS, sweepObservations } from './observation-store.js';
@@ -264,11 +264,7 @@ export class RuntimeGuard {
     // Text with nothing to clean is stored as sent; the checks read the same values either way.
     if (!asSent) cleanReport(report);
     checkReport(report);
-    const ids = await storeReport(this.db, report, asSent ? jsonText : undefined);
-    // Stored as sent, the items are the stored rows to the character (no escape in the text, so nothing for the store
-    // to rewrite): this replica's index takes them now instead of reading them back. A cleaned report is read back.
-    if (asSent && this.feed) this.feed.adoptStored(ids, storedRows(report));
-    return ids.length;
+    return storeReport(this.db, report, asSent ? jsonText : undefined);
   }
 
   async ingestStatus(status: NodeStatusReport): Promise<void> {

@@ -7,12 +7,6 @@
  * every id it skipped over (a gap) and asks for the gaps again on the next reads, until the row shows up or the gap
  * is older than `gapTimeoutMs` (its transaction rolled back, or the row was deleted before it was read). Writers
  * here are single short statements, so a gap closes within milliseconds in practice.
- *
- * A process that writes rows itself can hand them to its consumer at once (`adopt`) instead of reading them back:
- * reading a row costs far more than writing down its id. While adopted ids lie ahead, a read asks for the ids only
- * (`idsAfter`, one short string for a whole batch) and fetches by id just the rows written elsewhere, as it fetches
- * gaps. Each id reaches the consumer once: an adopted id is skipped by the reads, and an id the tail has already
- * passed is adopted only if it is still a gap (then the tail stops asking for it).
  */
 
 export interface TailSource<Row> {
@@ -22,8 +16,6 @@ export interface TailSource<Row> {
   byIds(ids: number[]): Promise<Row[]>;
   /** Where a fresh reader starts: the id below the first row worth reading (default 0). */
   start?(): Promise<number>;
-  /** The ids above `afterId`, in id order, at most `limit`; without it, rows are never adopted (see `adopt`). */
-  idsAfter?(afterId: number, limit: number): Promise<number[]>;
 }
 
 export interface TableTailOptions {
@@ -41,8 +33,6 @@ export class TableTail<Row extends { id: string | number }> {
   private maxId = -1;
   /** Skipped id -> when it was first skipped (ms). */
   private readonly gaps = new Map<number, number>();
-  /** Ids above maxId whose rows the writer handed over itself (adopt): not read. */
-  private readonly adopted = new Set<number>();
   private running: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
   private readonly batchSize: number;
@@ -84,20 +74,6 @@ export class TableTail<Row extends { id: string | number }> {
     return this.queued;
   }
 
-  /**
-   * A row this process wrote, committed: whether the caller hands it to the consumer itself (true), after which the
-   * tail never reads it, or the tail has it already (false). Call it after the commit, before the next await.
-   */
-  adopt(id: number): boolean {
-    if (!this.source.idsAfter) return false;
-    if (id > this.maxId) {
-      this.adopted.add(id);
-      return true;
-    }
-    // Passed over while uncommitted (a gap, or a row of the batch being fetched by id): the caller's now.
-    return this.gaps.delete(id);
-  }
-
   /** Waits for the reads under way (before the store closes). */
   async settle(): Promise<void> {
     await this.queued?.catch(() => {});
@@ -109,46 +85,24 @@ export class TableTail<Row extends { id: string | number }> {
     if (this.maxId < 0) this.maxId = (await this.source.start?.()) ?? 0;
     const now = this.options.nowMs();
     for (const [id, since] of this.gaps) if (now - since > this.gapTimeoutMs) this.gaps.delete(id);
-    if (this.gaps.size > 0) await this.readGaps();
-    for (;;) {
-      let read: number;
-      if (this.adopted.size > 0 && this.source.idsAfter) {
-        // Rows written here lie ahead: the ids only; the rows written elsewhere are fetched by id, as gaps are.
-        const ids = await this.source.idsAfter(this.maxId, this.batchSize);
-        for (const id of ids) {
-          this.pass(id, now);
-          if (!this.adopted.delete(id)) this.gaps.set(id, now);
-        }
-        read = ids.length;
-        if (this.gaps.size > 0) await this.readGaps();
-      } else {
-        const rows = await this.source.after(this.maxId, this.batchSize);
-        for (const row of rows) {
-          const id = Number(row.id);
-          this.pass(id, now);
-          if (!this.adopted.delete(id)) this.onRow(row);
-        }
-        read = rows.length;
+    if (this.gaps.size > 0) {
+      for (const row of await this.source.byIds([...this.gaps.keys()])) {
+        this.gaps.delete(Number(row.id));
+        this.onRow(row);
       }
-      if (read < this.batchSize) break;
     }
-    // An adopted id the reads went past without seeing (deleted meanwhile, or beyond a jump) will not come.
-    for (const id of this.adopted) if (id <= this.maxId) this.adopted.delete(id);
-  }
-
-  /** Moves past the ids up to `id`, noting the skipped ones as gaps (unless their writer adopted them). */
-  private pass(id: number, now: number): void {
-    const skipped = id - this.maxId - 1;
-    if (skipped > 0 && skipped <= this.maxTrackedGap) {
-      for (let gap = this.maxId + 1; gap < id; gap++) if (!this.adopted.delete(gap)) this.gaps.set(gap, now);
-    }
-    this.maxId = id;
-  }
-
-  /** Asks for the gaps again; a row adopted meanwhile (no longer a gap) is not handed on twice. */
-  private async readGaps(): Promise<void> {
-    for (const row of await this.source.byIds([...this.gaps.keys()])) {
-      if (this.gaps.delete(Number(row.id))) this.onRow(row);
+    for (;;) {
+      const rows = await this.source.after(this.maxId, this.batchSize);
+      for (const row of rows) {
+        const id = Number(row.id);
+        const skipped = id - this.maxId - 1;
+        if (skipped > 0 && skipped <= this.maxTrackedGap) {
+          for (let gap = this.maxId + 1; gap < id; gap++) this.gaps.set(gap, now);
+        }
+        this.maxId = id;
+        this.onRow(row);
+      }
+      if (rows.length < this.batchSize) break;
     }
   }
 }

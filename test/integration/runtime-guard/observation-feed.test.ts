@@ -1,12 +1,11 @@
 /**
  * The index's tail of the observations table: new rows by id, rows whose transaction committed after a later id
- * was read (out of id order), a rolled-back gap given up after its timeout, rows the replica stored itself taken
- * into the index at once and never read back (nor twice), and the retention sweep.
+ * was read (out of id order), a rolled-back gap given up after its timeout, and the retention sweep.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { storedRows, storeReport, type SensorReport } from '../../../src/runtime-guard/ingest.js';
+import { storeReport, type SensorReport } from '../../../src/runtime-guard/ingest.js';
 import { ObservationFeed, readStoredItems, sweepObservations } from '../../../src/runtime-guard/observation-store.js';
 import type { Db } from '../../../src/store/db.js';
 import { migrate } from '../../../src/store/migrate.js';
@@ -75,71 +74,6 @@ describeEachStore('observation feed', ({ store, kind }) => {
     } finally {
       await slow.end();
       await rolled.end();
-    }
-  });
-
-  /** Every row of the index, sorted: to compare two indexes' contents. */
-  const contents = (feed: ObservationFeed) =>
-    feed.index
-      .select(ALL, () => true)
-      .map((o) => JSON.stringify([o.node, o.destIP, o.count, o.observedAt, o.family, o.podName, o.subject]))
-      .sort();
-
-  test("rows the replica stored go into its index at once, are not read back, and the others' are read by id", async () => {
-    const feed = new ObservationFeed(db, { nowMs: () => ms, batchSize: 7 });
-    await feed.catchUp();
-    const before = feed.index.size;
-    // Ids of earlier tests' rolled-back rows, still asked for.
-    const gapsBefore = feed.pendingGaps;
-    const own = reportOf('node-own', 12, NOW - 20);
-    const ids = await storeReport(db, own);
-    assert.equal(ids.length, 12);
-    // Another replica's rows, between and after this one's.
-    await storeReport(db, reportOf('node-other', 9, NOW - 30));
-    feed.adoptStored(ids, storedRows(own));
-    assert.equal(feed.index.size, before + 12, 'taken in at once');
-    await storeReport(db, reportOf('node-other', 4, NOW - 40));
-    await feed.catchUp();
-    assert.equal(feed.index.size, before + 25);
-    assert.equal(feed.pendingGaps, gapsBefore);
-    // Rows the tail read already are not taken twice.
-    const late = reportOf('node-own', 3, NOW - 50);
-    const lateIds = await storeReport(db, late);
-    await feed.catchUp();
-    feed.adoptStored(lateIds, storedRows(late));
-    await feed.catchUp();
-    assert.equal(feed.index.size, before + 28);
-    // The same rows as an index that read everything from the table.
-    const fresh = new ObservationFeed(db, { nowMs: () => ms });
-    await fresh.catchUp();
-    assert.deepEqual(contents(feed), contents(fresh));
-  });
-
-  test('a row committed after a later id was read and then adopted by its writer is taken once', { skip: kind === 'pglite' ? 'PGlite runs one transaction at a time: commits cannot overtake each other' : false }, async () => {
-    const feed = new ObservationFeed(db, { nowMs: () => ms });
-    await feed.catchUp();
-    const before = feed.index.size;
-    const gapsBefore = feed.pendingGaps;
-    const slow = new pg.Client({ connectionString: store().url });
-    await slow.connect();
-    try {
-      await slow.query('BEGIN');
-      const mine = reportOf('node-mine', 3, NOW - 20);
-      const ids = await storeReport(slow, mine);
-      await storeReport(db, reportOf('node-theirs', 2, NOW - 20));
-      await feed.catchUp();
-      assert.equal(feed.index.size, before + 2);
-      assert.equal(feed.pendingGaps, gapsBefore + 3);
-      await slow.query('COMMIT');
-      feed.adoptStored(ids, storedRows(mine));
-      assert.equal(feed.pendingGaps, gapsBefore, 'no longer asked for');
-      await feed.catchUp();
-      assert.equal(feed.index.size, before + 5);
-      const fresh = new ObservationFeed(db, { nowMs: () => ms });
-      await fresh.catchUp();
-      assert.deepEqual(contents(feed), contents(fresh));
-    } finally {
-      await slow.end();
     }
   });
 
