@@ -37,7 +37,8 @@ const { values: args } = parseArgs({
     repeats: { type: 'string', default: '20' },
     'audit-events': { type: 'string' },
     out: { type: 'string' },
-    // Node flags for the replica's process, e.g. --max-semi-space-size=64 (the engine's garbage stays young).
+    // Node flags for the replica's process, space-separated: --max-semi-space-size=64 (the engine's garbage stays
+    // young), "--cpu-prof --cpu-prof-dir=/tmp/prof" (a profile of the replica, written when it stops).
     'node-options': { type: 'string', default: '' },
   },
 });
@@ -96,8 +97,10 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   const startReins = async (): Promise<{ child: Child; url: string; readyMs: number }> => {
     const t0 = performance.now();
-    const started = await startServer('reins', [...REINS_NODE_FLAGS, '--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
-      env: { ...process.env, KUBECONFIG: kubeApi.kubeconfigPath, ...(NODE_OPTIONS ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${NODE_OPTIONS}`.trim() } : {}) },
+    // On the command line, not in NODE_OPTIONS: Node refuses some flags there (--cpu-prof, --cpu-prof-dir).
+    const flags = NODE_OPTIONS.split(' ').filter((f) => f !== '');
+    const started = await startServer('reins', [...REINS_NODE_FLAGS, ...flags, '--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
+      env: { ...process.env, KUBECONFIG: kubeApi.kubeconfigPath },
     });
     children.push(started.child);
     return { ...started, readyMs: performance.now() - t0 };
@@ -184,7 +187,9 @@ async function main(): Promise<void> {
     const stored = Number((await db.query('SELECT count(*) AS n FROM runtime_observations')).rows[0].n);
     const ingestPerS = stored / (ingestMs / 1000);
     const reportLatency = summarize(latencies)!;
-    log(`ingested ${stored} in ${round(ingestMs / 1000, 2)} s: ${Math.round(ingestPerS)} obs/s; ${failed} reports refused`);
+    log(
+      `ingested ${stored} in ${round(ingestMs / 1000, 2)} s: ${Math.round(ingestPerS)} obs/s; replica CPU ${round(ingestCpuMs / 1000, 1)} s (${Math.round(stored / (ingestCpuMs / 1000))} observations per replica CPU second); load ${round(ingestLoad[0]!, 1)}–${round(ingestLoad[1]!, 1)}; ${failed} reports refused`,
+    );
 
     // Server-Timing of the warm answers, summed per step (index, calls, aggregate, engine), to split the time.
     let phases = new Map<string, number[]>();

@@ -11,7 +11,7 @@ import { buildFactsIndex, classifierFor, resolvePodWorkload } from './classify.j
 import type { CapabilityState, ClusterEnvironment, RbacGap, RuntimeCluster } from './cluster.js';
 import { decideEnablement, DISABLED_REASONS, shouldStartCluster, type Enablement } from './enablement.js';
 import { GovernedCallFeed } from './governed-calls.js';
-import { checkReport, cleanStatus, storeReport, type SensorReport } from './ingest.js';
+import { checkReport, cleanReport, cleanStatus, storableAsSent, storeReport, type SensorReport } from './ingest.js';
 import { IngestLagScraper, NEVER_SCRAPED, readIngestLag, type IngestLag } from './ingest-lag.js';
 import { deleteNodeStatusesBefore, fleetBpfLsm, nodeViews, readNodeStatuses, upsertNodeStatus, type NodeStatusReport, type NodeView } from './node-status.js';
 import { ObservationFeed, RETENTION_SECONDS, sweepObservations } from './observation-store.js';
@@ -259,10 +259,14 @@ export class RuntimeGuard {
     throw new AppError('conflict', `the runtime guard is off (${reason}): sensor data is not accepted`);
   }
 
-  async ingestReport(report: SensorReport): Promise<number> {
+  /** `jsonText`, when given, is the text the report was parsed from: stored as it is when it can be (storableAsSent). */
+  async ingestReport(report: SensorReport, jsonText?: string): Promise<number> {
     this.refuseIngestWhenOff();
+    const asSent = jsonText !== undefined && storableAsSent(jsonText);
+    // Text with nothing to clean is stored as sent; the checks read the same values either way.
+    if (!asSent) cleanReport(report);
     checkReport(report);
-    return storeReport(this.db, report);
+    return storeReport(this.db, report, asSent ? jsonText : undefined);
   }
 
   async ingestStatus(status: NodeStatusReport): Promise<void> {

@@ -106,6 +106,17 @@ export function parseQueryString(qs: string): Record<string, string | string[]> 
  */
 const CLEANS_OWN_TEXT: ReadonlySet<unknown> = new Set(['sensor']);
 
+/** The JSON text each of those routes' bodies was parsed from, by the parsed body (see jsonTextOf). */
+const bodyTexts = new WeakMap<object, string>();
+
+/**
+ * The JSON text a sensor route's body was parsed from (undefined for other routes): the ingest stores a report's
+ * items from it rather than serialising the parsed items again (runtime-guard/ingest.ts).
+ */
+export function jsonTextOf(body: unknown): string | undefined {
+  return body !== null && typeof body === 'object' ? bodyTexts.get(body) : undefined;
+}
+
 /** The JSON body parser and the query and path checks, for every route but the data plane's (own error shapes). */
 export function registerRequestTextChecks(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -117,9 +128,11 @@ export function registerRequestTextChecks(app: FastifyInstance): void {
       if (nestedTooDeep(value)) return done(invalid(`body: ${TOO_DEEP_MESSAGE}`), undefined);
       // U+0000 and lone surrogates reach a JSON body only as `\u` escapes: no escape, nothing to look for.
       // An unknown route answers 404 whatever its body holds.
-      const skip = request.is404 || text.indexOf('\\u') === -1 || CLEANS_OWN_TEXT.has(request.routeOptions.config.access);
+      const cleansOwnText = CLEANS_OWN_TEXT.has(request.routeOptions.config.access);
+      const skip = request.is404 || text.indexOf('\\u') === -1 || cleansOwnText;
       const problem = skip ? null : unacceptableText(value, PART.body);
       if (problem) return done(invalid(problem), undefined);
+      if (cleansOwnText && value !== null && typeof value === 'object') bodyTexts.set(value, text);
       done(null, value);
     });
   });
