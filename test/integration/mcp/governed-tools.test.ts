@@ -41,6 +41,8 @@ describeEachStore('MCP tool calls through Reins', ({ store }) => {
 
   async function heldThenDenied<T>(call: () => Promise<T>): Promise<T> {
     const pending = call();
+    // A refusal can reach the caller before the deny request's answer does: handled now, returned below.
+    pending.catch(() => {});
     let entry: any;
     await waitFor(async () => {
       entry = (await admin.get('/api/v1/held-calls?state=pending')).body.items.find((e: any) => e.kind === 'mcp');
