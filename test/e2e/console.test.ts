@@ -167,6 +167,8 @@ describe(`admin console in the browser [${kind}]`, { skip: skipWithoutBrowser },
     const denied = (await admin.get(`/api/v1/access-requests/${toDeny.id}`)).body;
     assert.equal(denied.state, 'denied');
     assert.equal(denied.denialReason, 'Use o3 instead <until Q3>.');
+    // The list is read again after the decision's answer: wait for the row to go, then check it went.
+    await row(page, 'request', toDeny.id).waitFor({ state: 'detached' });
     assert.equal(await row(page, 'request', toDeny.id).count(), 0, 'decided requests leave Pending');
 
     // The request detail shows the same text as text.
