@@ -99,8 +99,9 @@ test('without BPF-LSM: open and exec are not observed and the status says why; a
   cleanup.push(() => reins.close());
   const ig = fakeIg(dir);
   const sensor = await start(dir, reins, 'lockdown,capability,yama,apparmor\n', ig.path);
-  await until('a status', () => reins.statuses.length > 0);
-  const status = reins.statuses.at(-1);
+  // The first status may go out before the engine has planned its gadgets: wait for the one that says what is not observed.
+  await until('a status naming what is not observed', () => reins.statuses.some((s: { reason: string }) => /open and exec not observed/.test(s.reason)));
+  const status = reins.statuses.find((s: { reason: string }) => /open and exec not observed/.test(s.reason));
   assert.equal(status.bpfLsm, 'unavailable');
   assert.match(status.reason, /bpf not listed in .*lsm/);
   assert.match(status.reason, /open and exec not observed: BPF-LSM is unavailable on this node/);
