@@ -346,7 +346,7 @@ export class HeldCallRegistry {
    */
   private recheckRecent(): Promise<void> {
     if (this.waiters.size === 0) return Promise.resolve();
-    this.rechecking ??= (async () => {
+    return this.onePass(async () => {
       const since = this.recheckedAt;
       this.recheckedAt = Date.now();
       const lookBack = (this.recheckedAt - since) / 1000 + RECHECK_SLACK_SECONDS;
@@ -359,17 +359,12 @@ export class HeldCallRegistry {
         const outcome = outcomeOf(row);
         if (outcome) this.wake(row.id, outcome);
       }
-    })()
-      .catch((err: Error) => this.options.onError?.(err))
-      .finally(() => {
-        this.rechecking = null;
-      });
-    return this.rechecking;
+    });
   }
 
   /** Wakes every waiter whose entry was decided, in a few set-based queries (thousands may be parked), one pass at a time. */
   private recheckAll(): Promise<void> {
-    this.rechecking ??= (async () => {
+    return this.onePass(async () => {
       this.recheckedAt = Date.now();
       const ids = [...this.waiters.keys()];
       for (let i = 0; i < ids.length; i += 1000) {
@@ -379,7 +374,12 @@ export class HeldCallRegistry {
           if (outcome) this.wake(row.id, outcome);
         }
       }
-    })()
+    });
+  }
+
+  /** Runs a re-check unless one is running (then answers that one): one pass at a time, its error reported. */
+  private onePass(work: () => Promise<void>): Promise<void> {
+    this.rechecking ??= work()
       .catch((err: Error) => this.options.onError?.(err))
       .finally(() => {
         this.rechecking = null;
