@@ -27,7 +27,7 @@ import {
   type Reconciliation,
   type RuntimeStatus,
 } from './contract.js';
-import { answerJson } from './answer-json.js';
+import { answerParts, AnswerStream } from './answer-json.js';
 import { checkReportSize, MAX_REPORT_BODY_BYTES } from './ingest.js';
 import type { ObservationsPayload, ReconciliationPayload, RuntimeGuard, StatusPayload } from './runtime-guard.js';
 
@@ -77,8 +77,6 @@ const sensorValidator: FastifySchemaCompiler<TSchema> = (route) => {
  * The schemas still describe them in OpenAPI; the payloads are built field by field by RuntimeGuard.
  */
 const nativeJson = () => (data: unknown) => JSON.stringify(data);
-/** The same for the reconciliation answer, with each reused row's text written once (answer-json.ts). */
-const reconciliationJson = () => answerJson;
 
 export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { guard: RuntimeGuard; registry: Registry }): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -158,7 +156,7 @@ export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { gua
   app.get('/api/v1/runtime/reconciliation', {
     // window: an unparseable value (bad percent-encoding included) falls back to 1h without an error (spec).
     config: { access: READERS, lenientQuery: ['window'] },
-    serializerCompiler: reconciliationJson,
+    serializerCompiler: nativeJson,
     schema: {
       tags: ['runtime'],
       summary: 'Per workload, the distinct AI provider destinations reached outside governance in the window',
@@ -171,7 +169,11 @@ export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { gua
       // Where the time went (reading new rows and the audit log, summing the window, the engine): for operators.
       const serverTiming = Object.entries(timings).map(([name, ms]) => `${name};dur=${ms.toFixed(1)}`);
       if (serverTiming.length > 0) reply.header('server-timing', serverTiming.join(', '));
-      return payload;
+      // Streamed in pieces, each reused row's bytes written once (answer-json.ts); the length is known up front.
+      const answer = new AnswerStream(answerParts(payload));
+      reply.header('content-type', 'application/json; charset=utf-8');
+      reply.header('content-length', answer.byteLength);
+      return reply.send(answer);
     },
   });
 
