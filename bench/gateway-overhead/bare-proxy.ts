@@ -6,7 +6,6 @@
  * Run as a child: node --import tsx bench/gateway-overhead/bare-proxy.ts <upstream origin>; prints {"ready":"<url>"}.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
 import { installDiagnostics } from './diagnostics.js';
 import { announceReady, endWithRunner } from './server-child.js';
@@ -36,7 +35,12 @@ const server = createServer((req, res) => {
         if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
       }
       res.writeHead(answer.statusCode, headers);
-      pipeline(answer.body, res, () => {});
+      // pipe, not pipeline(): pipeline's AbortController, aborted with a DOMException (a stack trace) as every answer
+      // finishes, was 30 µs a request here, 7% of this floor. A client that leaves ends the upstream body too.
+      answer.body.pipe(res);
+      res.once('close', () => {
+        if (!res.writableFinished) answer.body.destroy();
+      });
     },
     (err: Error) => {
       res.writeHead(502, { 'content-type': 'application/json' });

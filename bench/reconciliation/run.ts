@@ -194,7 +194,7 @@ async function main(): Promise<void> {
     // Server-Timing of the warm answers, summed per step (index, calls, aggregate, engine), to split the time.
     let phases = new Map<string, number[]>();
     // Time to the answer's last byte; the runner's own JSON.parse (client work, 20-30 MB at 20,000 workloads) is left out.
-    const time = async (): Promise<{ ms: number; bytes: number; readonly body: any }> => {
+    const time = async (): Promise<{ ms: number; timing: string; bytes: number; readonly body: any }> => {
       const r0 = performance.now();
       const r = await call('GET', '/api/v1/runtime/reconciliation?window=24h', admin);
       const ms = performance.now() - r0;
@@ -212,6 +212,7 @@ async function main(): Promise<void> {
       let parsed: unknown;
       return {
         ms,
+        timing: r.timing,
         bytes: Buffer.byteLength(r.text),
         get body() {
           return (parsed ??= JSON.parse(r.text));
@@ -232,6 +233,7 @@ async function main(): Promise<void> {
       for (let i = 0; i < REPEATS; i++) warm.push((await time()).ms);
       const summary = { ...summarize(warm)!, p95: p95(warm) };
       const { rss, peak } = memoryMb(reins.child.pid);
+      log(`${label}: the first answer's steps (Server-Timing): ${first.timing}`);
       log(
         `${label}: first ${round(first.ms)} ms, warm p50 ${round(summary.p50)} ms / p95 ${round(summary.p95)} ms (${first.bytes} bytes); RSS ${round(rss)} MB (peak ${round(peak)}); warm medians (ms): ${phaseMedians()}; load ${round(os.loadavg()[0]!, 1)}`,
       );

@@ -134,6 +134,16 @@ export class ObservationIndex {
   private slotTotal = new Float64Array(1024);
   private slotRows = new Uint32Array(1024);
   private slotLatest = new Float64Array(1024);
+  /**
+   * `aggregate`'s working arrays and its answer, kept from one call to the next: at 5,000,000 rows they are 20 MB a
+   * call (the sums and row counts per slot, the list of slots), and allocated afresh they pushed the replica into
+   * full collections of a heap that holds the day's index. The answer is rewritten by the next call (its slot
+   * objects already were).
+   */
+  private scratchSums = new Float64Array(0);
+  private scratchRows = new Uint32Array(0);
+  private scratchLatest = new Float64Array(0);
+  private readonly answer: Observation[] = [];
   /** Period (observedAt / BUCKET_SECONDS, floored) -> its rows. */
   private buckets = new Map<number, Bucket>();
 
@@ -287,7 +297,7 @@ export class ObservationIndex {
    * those rows' counts and its observedAt the latest of them. Only `dns` and `network`, the families the engine
    * reads; bounds inclusive, as the engine's.
    *
-   * The objects are the index's own and are rewritten by the next call: hand them to the engine in the same
+   * The objects and the array are the index's own and are rewritten by the next call: hand them to the engine in the same
    * synchronous step, and keep nothing of them.
    */
   aggregate(window: ReconciliationWindow): readonly Observation[] {
@@ -307,11 +317,17 @@ export class ObservationIndex {
     /** Per slot, its latest row inside the window when known (`exact`), else taken from the totals below. */
     let latest: Float64Array;
     const exact = outside >= inside;
+    if (this.scratchSums.length < slotCount) {
+      const size = Math.max(slotCount, Math.ceil(this.scratchSums.length * 1.5));
+      this.scratchSums = new Float64Array(size);
+      this.scratchRows = new Uint32Array(size);
+      this.scratchLatest = new Float64Array(size);
+    }
     if (exact) {
       // Few rows inside (a short window): sum them.
-      sums = new Float64Array(slotCount);
-      rows = new Uint32Array(slotCount);
-      latest = new Float64Array(slotCount);
+      sums = this.scratchSums.fill(0, 0, slotCount);
+      rows = this.scratchRows.fill(0, 0, slotCount);
+      latest = this.scratchLatest.fill(0, 0, slotCount);
       for (const [period, bucket] of this.buckets) {
         if (period < firstPeriod || period > lastPeriod) continue;
         const edge = period === firstPeriod || period === lastPeriod;
@@ -329,8 +345,10 @@ export class ObservationIndex {
       }
     } else {
       // Most rows inside (the 24-hour window): the totals, less the rows outside.
-      sums = this.slotTotal.slice(0, slotCount);
-      rows = this.slotRows.slice(0, slotCount);
+      sums = this.scratchSums;
+      sums.set(this.slotTotal.subarray(0, slotCount));
+      rows = this.scratchRows;
+      rows.set(this.slotRows.subarray(0, slotCount));
       latest = this.slotLatest;
       for (const [period, bucket] of this.buckets) {
         const edge = period === firstPeriod || period === lastPeriod;
@@ -348,7 +366,8 @@ export class ObservationIndex {
       }
     }
     // Pod by pod (the engine's answer does not depend on the order; its first pass is faster this way).
-    const out: Observation[] = [];
+    const out = this.answer;
+    out.length = 0;
     for (const ofPod of this.podSlots) {
       for (let j = 0; j < ofPod.length; j++) {
         const slot = ofPod[j]!;
