@@ -36,7 +36,8 @@ const server = createServer((req, res) => {
       }
       res.writeHead(answer.statusCode, headers);
       // pipe, not pipeline(): pipeline's AbortController, aborted with a DOMException (a stack trace) as every answer
-      // finishes, was 30 µs a request here, 7% of this floor. A client that leaves ends the upstream body too.
+      // finishes, and its stream plumbing cost about 200 µs a request here (455 against 243 µs of CPU per request).
+      // A client that leaves ends the upstream body too.
       answer.body.pipe(res);
       res.once('close', () => {
         if (!res.writableFinished) answer.body.destroy();

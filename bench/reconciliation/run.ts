@@ -59,7 +59,11 @@ const OBSERVATIONS = args.observations !== undefined ? positive('observations', 
 const SENDERS = positive('senders', args.senders!);
 const REPEATS = positive('repeats', args.repeats!);
 const FLOOR_OBSERVATIONS =
-  args['floor-observations'] !== undefined ? Number(args['floor-observations']) : Math.min(OBSERVATIONS, args.quick ? 50_000 : 500_000);
+  args['floor-observations'] === '0'
+    ? 0
+    : args['floor-observations'] !== undefined
+      ? positive('floor-observations', args['floor-observations'])
+      : Math.min(OBSERVATIONS, args.quick ? 50_000 : 500_000);
 const AUDIT_EVENTS = args['audit-events'] !== undefined ? Number(args['audit-events']) : args.quick ? 10_000 : 100_000;
 // Issue 24's targets, for 20,000 workloads and 5,000,000 observations in the 24 h window.
 const TARGET_WARM_P95_MS = 1000;
@@ -83,6 +87,43 @@ function memoryMb(pid: number): { rss: number; peak: number } {
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/**
+ * The store's floor: FLOOR_OBSERVATIONS of the same reports, from SENDERS concurrent senders, stored by the store's own
+ * statement (storeReport) from this process into a second fresh database; no HTTP, no token, no validation, no index.
+ * What this machine's PostgreSQL and one Node process can store at most; the route's figure is read against it.
+ */
+async function storeFloor(nodes: number, reportAt: (n: number, slice: number, random: () => number) => string): Promise<{ stored: number; perSecond: number }> {
+  const database = await createBenchDatabase();
+  const db = new PostgresDb(database.url);
+  try {
+    await migrate(db);
+    const count = Math.ceil(FLOOR_OBSERVATIONS / REPORT_SIZE);
+    const bodies: string[] = [];
+    const random = rng(99);
+    for (let slice = 0; bodies.length < count; slice++) {
+      for (let n = 0; n < nodes && bodies.length < count; n++) bodies.push(reportAt(n, slice, random));
+    }
+    log(`the store's floor: ${bodies.length} reports stored by storeReport() from ${SENDERS} senders, no HTTP…`);
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: SENDERS }, async () => {
+        while (next < bodies.length) {
+          const body = bodies[next++]!;
+          await storeReport(db, JSON.parse(body) as SensorReport, body);
+        }
+      }),
+    );
+    const ms = performance.now() - t0;
+    const stored = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM runtime_observations')).rows[0]!.n);
+    log(`the store's floor: ${stored} in ${round(ms / 1000, 2)} s: ${Math.round(stored / (ms / 1000))} obs/s`);
+    return { stored, perSecond: stored / (ms / 1000) };
+  } finally {
+    await db.close();
+    await database.drop().catch((err: Error) => log(`dropping the floor's database failed: ${err.message}`));
+  }
+}
 
 async function main(): Promise<void> {
   const admin = `bench-admin-${randomBytes(12).toString('hex')}`;
@@ -165,44 +206,12 @@ async function main(): Promise<void> {
     const perNode = Math.ceil(reports / model.nodes.length);
     const sliceSeconds = (endUnix - startUnix) / perNode;
 
-    // The floor: the same reports, as many senders, stored by the store's own statement (storeReport) from this
-    // process into a second fresh database; no HTTP, no token, no validation, no index. What this machine's
-    // PostgreSQL and one Node process can store at most; the route's figure is read against it.
-    let floor: { stored: number; perSecond: number } | null = null;
-    if (FLOOR_OBSERVATIONS > 0) {
-      const floorDatabase = await createBenchDatabase();
-      const floorDb = new PostgresDb(floorDatabase.url);
-      try {
-        await migrate(floorDb);
-        const floorReports = Math.ceil(FLOOR_OBSERVATIONS / REPORT_SIZE);
-        const bodies: string[] = [];
-        const random = rng(99);
-        for (let slice = 0; bodies.length < floorReports; slice++) {
-          for (let n = 0; n < model.nodes.length && bodies.length < floorReports; n++) {
-            const from = Math.floor(startUnix + slice * sliceSeconds);
-            bodies.push(reportBody(model, n, REPORT_SIZE, from, Math.max(from + 1, Math.floor(from + sliceSeconds)), random));
-          }
-        }
-        log(`the store's floor: ${bodies.length} reports stored by storeReport() from ${SENDERS} senders, no HTTP…`);
-        let next = 0;
-        const f0 = performance.now();
-        await Promise.all(
-          Array.from({ length: SENDERS }, async () => {
-            while (next < bodies.length) {
-              const body = bodies[next++]!;
-              await storeReport(floorDb, JSON.parse(body) as SensorReport, body);
-            }
-          }),
-        );
-        const floorMs = performance.now() - f0;
-        const stored = Number((await floorDb.query<{ n: string }>('SELECT count(*) AS n FROM runtime_observations')).rows[0]!.n);
-        floor = { stored, perSecond: stored / (floorMs / 1000) };
-        log(`the store's floor: ${stored} in ${round(floorMs / 1000, 2)} s: ${Math.round(floor.perSecond)} obs/s`);
-      } finally {
-        await floorDb.close();
-        await floorDatabase.drop().catch((err: Error) => log(`dropping the floor's database failed: ${err.message}`));
-      }
-    }
+    // Node n's report for time slice k of the day, as its sensor would send it.
+    const reportAt = (n: number, slice: number, random: () => number): string => {
+      const from = Math.floor(startUnix + slice * sliceSeconds);
+      return reportBody(model, n, REPORT_SIZE, from, Math.max(from + 1, Math.floor(from + sliceSeconds)), random);
+    };
+    const floor = FLOOR_OBSERVATIONS > 0 ? await storeFloor(model.nodes.length, reportAt) : null;
     log(`ingesting ${OBSERVATIONS} observations: ${reports} reports of ${REPORT_SIZE} from ${SENDERS} concurrent senders…`);
     const cpuBefore = processCpuMs(reins.child.pid);
     const latencies: number[] = [];
@@ -217,8 +226,7 @@ async function main(): Promise<void> {
           for (let n = s; n < model.nodes.length; n += SENDERS) {
             if (sent >= reports) return;
             sent += 1;
-            const from = Math.floor(startUnix + slice * sliceSeconds);
-            const body = reportBody(model, n, REPORT_SIZE, from, Math.max(from + 1, Math.floor(from + sliceSeconds)), random);
+            const body = reportAt(n, slice, random);
             const node = model.nodes[n]!;
             recorded.set(node, (recorded.get(node) ?? 0) + REPORT_SIZE);
             const r0 = performance.now();
