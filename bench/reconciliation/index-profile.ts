@@ -30,7 +30,8 @@ const RUNS = Number(args.runs);
 const dir = resolve(args.index ?? new URL('../../src/runtime-guard/', import.meta.url).pathname);
 const { ObservationIndex } = (await import(pathToFileURL(resolve(dir, 'observation-index.ts')).href)) as {
   ObservationIndex: new () => {
-    addKeyed(key: string, count: number, at: number): void;
+    /** Two keys (group, rest) since the tuples became pairs; one key (all twelve fields) before. */
+    addKeyed(...args: [string, string, number, number] | [string, number, number]): void;
     aggregate(w: ReconciliationWindow): readonly Observation[];
     evictBefore(cutoffUnix: number): number;
     size: number;
@@ -40,12 +41,15 @@ const { ObservationIndex } = (await import(pathToFileURL(resolve(dir, 'observati
 const NOW = 1_790_000_000;
 const random = rng(5);
 // A slot per (pod, destination): 5 destinations a pod, 1,000 nodes, keys as the store builds them.
-const keys: string[] = [];
+const groups: string[] = [];
+const rests: string[] = [];
 for (let s = 0; s < SLOTS; s++) {
   const pod = Math.floor(s / 5);
   const node = pod % 1000;
-  keys.push(['network', `team-${pod % 20}`, `svc-${pod}-abcde`, `10.${100 + (pod >> 16)}.${(pod >> 8) & 255}.${pod & 255}`, `10.96.10.${s % 5}`, '', 'tcp-connect', `node-${node}`, 'reins-monitor-network', '/app/server', 'allowed', 'monitor'].join('\u0001'));
+  groups.push(['network', `team-${pod % 20}`, `svc-${pod}-abcde`, `10.${100 + (pod >> 16)}.${(pod >> 8) & 255}.${pod & 255}`, `10.96.10.${s % 5}`, '', 'tcp-connect'].join('\u0001'));
+  rests.push([`node-${node}`, 'reins-monitor-network', '/app/server', 'allowed', 'monitor'].join('\u0001'));
 }
+const pairKeys = ObservationIndex.prototype.addKeyed.length === 4;
 const heap0 = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
 const index = new ObservationIndex();
 const t0 = performance.now();
@@ -57,7 +61,10 @@ for (let slice = 0, added = 0; slice < slices; slice++) {
   const from = start + (slice * (NOW - start)) / slices;
   for (let i = 0; i < perSlice && added < ROWS; i++, added++) {
     const slot = Math.floor(random() * SLOTS);
-    index.addKeyed(keys[slot]!, 1 + Math.floor(random() * 20), Math.floor(from + random() * ((NOW - start) / slices)));
+    const count = 1 + Math.floor(random() * 20);
+    const at = Math.floor(from + random() * ((NOW - start) / slices));
+    if (pairKeys) index.addKeyed(groups[slot]!, rests[slot]!, count, at);
+    else index.addKeyed(`${groups[slot]!}\u0001${rests[slot]!}`, count, at);
   }
 }
 const buildMs = performance.now() - t0;

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { Compile } from 'typebox/compile';
 import { SensorReport } from '../../src/runtime-guard/contract.js';
 import { checkReport, cleanReport, storableAsSent } from '../../src/runtime-guard/ingest.js';
-import { ObservationIndex, TUPLE_KEY_COLUMNS } from '../../src/runtime-guard/observation-index.js';
+import { GROUP_KEY_COLUMNS, ObservationIndex, REST_KEY_COLUMNS } from '../../src/runtime-guard/observation-index.js';
 import { storableParams } from '../../src/store/storable.js';
 import { nestedTooDeep } from '../../src/shared/json-depth.js';
 import { buildModel, rng, reportBody } from './cluster-model.js';
@@ -72,13 +72,13 @@ for (const body of bodies) {
   t = lap('clean, checkReport', t);
   storableParams([report.node, asSent ? body : JSON.stringify(report.observations)]);
   t = lap('store parameter', t);
-  // The tail: each row's tuple key as PostgreSQL builds it (concat_ws of TUPLE_KEY_COLUMNS).
+  // The tail: each row's two tuple keys as PostgreSQL builds them (concat_ws of GROUP_KEY_COLUMNS, REST_KEY_COLUMNS).
   const keys = report.observations.map((o) => {
     const row: Record<string, string> = { family: o.family, namespace: o.namespace, pod_name: o.podName, pod_ip: o.podIP, dest_ip: o.destIP, dest_name: o.destName, behavior: o.behavior, node: report.node, rule: o.rule, subject: o.subject, result: o.result, mode: o.mode };
-    return TUPLE_KEY_COLUMNS.map((c) => row[c]).join('\u0001');
+    return [GROUP_KEY_COLUMNS.map((c) => row[c]).join('\u0001'), REST_KEY_COLUMNS.map((c) => row[c]).join('\u0001')] as const;
   });
   t = lap('(keys built, not a replica cost)', t);
-  for (let i = 0; i < keys.length; i++) index.addKeyed(keys[i]!, report.observations[i]!.count, report.observations[i]!.observedAt);
+  for (let i = 0; i < keys.length; i++) index.addKeyed(keys[i]![0], keys[i]![1], report.observations[i]!.count, report.observations[i]!.observedAt);
   lap('index addKeyed', t);
 }
 const wall = performance.now() - t0;

@@ -4,11 +4,13 @@
  *
  * Every field but `count` and `observedAt` is interned as one tuple (pods reach the same few destinations over
  * and over, so a day of rows has far fewer distinct tuples than rows); each row is then three numbers in typed
- * arrays: tuple id, observedAt, count. Field values are interned too, so tuples share their strings.
+ * arrays: tuple id, observedAt, count. A tuple is itself a pair of numbers: its group (the fields the engine reads:
+ * family, namespace, pod name and address, destination name and address, behavior) and its rest (node, rule,
+ * subject, result, mode), each interned by its key string. No object per tuple: at 20,000 workloads a day holds a
+ * million tuples, and as objects with their keys they were 400 MB of the heap every full collection marks.
  *
- * For the engine, tuples are grouped once more by the fields the engine reads (family, namespace, pod name and
- * address, destination name and address, behavior): rows that differ only in rule, subject, result, mode or node
- * land in one engine slot. For a window the rows are summed per slot (counts added, observedAt a time of the slot's
+ * For the engine, each group of `dns` or `network` is one engine slot: rows that differ only in rule, subject,
+ * result, mode or node land in one slot. For a window the rows are summed per slot (counts added, observedAt a time of the slot's
  * inside the window: its latest row's when that is known without a scan, else the window's end). The engine counts
  * events and reads observedAt only to keep a row inside the window, so it answers the same for the sums as for the
  * rows (test/unit/runtime-guard/observation-index.property.test.ts).
@@ -37,30 +39,41 @@ const DEAD = 0xffffffff;
 const BUCKET_SECONDS = 300;
 const FEEDS_ENGINE: ReadonlySet<ObservationFamily> = new Set(['dns', 'network']);
 
-/** The tuple's fields in key order, as store columns: the store builds the same key in SQL. */
-export const TUPLE_KEY_COLUMNS = [
-  'family',
-  'namespace',
-  'pod_name',
-  'pod_ip',
-  'dest_ip',
-  'dest_name',
-  'behavior',
-  'node',
-  'rule',
-  'subject',
-  'result',
-  'mode',
-] as const;
+/**
+ * A tuple's key is two strings: its group (the fields the engine reads) and the rest. The store builds the same two
+ * keys in SQL from these columns, joined with U+0001, which no stored field contains (ingest replaces control
+ * characters).
+ */
+export const GROUP_KEY_COLUMNS = ['family', 'namespace', 'pod_name', 'pod_ip', 'dest_ip', 'dest_name', 'behavior'] as const;
+export const REST_KEY_COLUMNS = ['node', 'rule', 'subject', 'result', 'mode'] as const;
 
-/** Fields joined with U+0001, which no stored field contains (ingest replaces control characters). */
-function tupleKey(o: ObservationTuple): string {
-  return `${engineKey(o)}\u0001${o.node}\u0001${o.rule}\u0001${o.subject}\u0001${o.result}\u0001${o.mode}`;
+/** The fields the engine reads, besides count and observedAt: one engine slot per distinct group (dns, network). */
+function groupKey(o: ObservationTuple): string {
+  return `${o.family}\u0001${o.namespace}\u0001${o.podName}\u0001${o.podIP}\u0001${o.destIP}\u0001${o.destName}\u0001${o.behavior}`;
 }
 
-/** The fields the engine reads, besides count and observedAt. */
-function engineKey(o: ObservationTuple): string {
-  return `${o.family}\u0001${o.namespace}\u0001${o.podName}\u0001${o.podIP}\u0001${o.destIP}\u0001${o.destName}\u0001${o.behavior}`;
+function restKey(o: ObservationTuple): string {
+  return `${o.node}\u0001${o.rule}\u0001${o.subject}\u0001${o.result}\u0001${o.mode}`;
+}
+
+/** The tuple of a group key and a rest key (the keys' fields, in GROUP_KEY_COLUMNS and REST_KEY_COLUMNS order). */
+function tupleOfKeys(group: string, rest: string): ObservationTuple {
+  const g = group.split('\u0001');
+  const r = rest.split('\u0001');
+  return {
+    family: g[0] as ObservationFamily,
+    namespace: g[1] ?? '',
+    podName: g[2] ?? '',
+    podIP: g[3] ?? '',
+    destIP: g[4] ?? '',
+    destName: g[5] ?? '',
+    behavior: g[6] ?? '',
+    node: r[0] ?? '',
+    rule: r[1] ?? '',
+    subject: r[2] ?? '',
+    result: r[3] ?? '',
+    mode: r[4] ?? '',
+  };
 }
 
 /**
@@ -100,23 +113,48 @@ interface Bucket {
   length: number;
 }
 
+/** Where a (group, rest) pair starts its probe in the tuples' hash table (`mask` = its size - 1). */
+function pairHash(group: number, rest: number, mask: number): number {
+  // Both numbers multiplied by odd constants, then the high bits folded down (murmur3's finaliser): ids are dense,
+  // and the low bits of a product alone depend only on the low bits of the id.
+  let h = Math.imul(group, 0x9e3779b1) ^ Math.imul(rest + 1, 0x85ebca77);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x7feb352d);
+  h ^= h >>> 15;
+  return h & mask;
+}
+
 export class ObservationIndex {
   /** @param compactAfterDead dead rows below which the arrays are never compacted (tests set 0 to compact often) */
   constructor(private readonly compactAfterDead = 1024) {}
 
-  private tuples: ObservationTuple[] = [];
-  private byKey = new Map<string, number>();
-  /** Tuple id -> engine slot, NO_SLOT for families the engine does not read. */
-  private slotOf = new Uint32Array(1024);
+  /*
+   * Tuples are pairs of numbers: a group (the engine's fields) and a rest (node, rule, subject, result, mode), each
+   * interned by its key string. A day at 20,000 workloads holds about a million tuples but a third as many groups and
+   * a few thousand rests: kept as objects and 150-character keys, the tuples were half the replica's heap, which the
+   * collector marks on every full collection (bench/reconciliation). Pairs live in typed arrays and an
+   * open-addressing table, which the collector does not trace.
+   */
+  private groupKeys: string[] = [];
+  private groupByKey = new Map<string, number>();
+  /** Group -> its engine slot, NO_SLOT for families the engine does not read. */
+  private groupSlot = new Uint32Array(1024);
+  private restKeys: string[] = [];
+  private restByKey = new Map<string, number>();
+  private tupleGroup = new Uint32Array(1024);
+  private tupleRest = new Uint32Array(1024);
+  private tupleTotal = 0;
+  /** Open addressing, linear probing: tuple id + 1, 0 for an empty place; at most half full. */
+  private tupleTable = new Int32Array(2048);
   /** One reusable observation per engine slot: `aggregate` writes its count and observedAt. */
   private slots: Observation[] = [];
-  private slotByKey = new Map<string, number>();
   /**
    * Engine slots per pod (namespace, pod name, pod address), in order of the pods' first appearance: `aggregate` hands
    * out a pod's observations one after the other, so the engine finds the pod once per run of them.
    */
   private podSlots: number[][] = [];
   private podSlotsByKey = new Map<string, number[]>();
+  /** The slots' field values, shared between slots. */
   private strings = new Map<string, string>();
   private tupleOf = new Uint32Array(1024);
   /** The row's engine slot (its tuple's), kept per row so that `aggregate` reads one array, not two. */
@@ -174,88 +212,109 @@ export class ObservationIndex {
     return s;
   }
 
-  private addTuple(o: ObservationTuple, key: string): number {
-    const id = this.tuples.length;
-    const tuple: ObservationTuple = {
-      rule: this.intern(o.rule),
-      behavior: this.intern(o.behavior),
-      subject: this.intern(o.subject),
-      destIP: this.intern(o.destIP),
-      destName: this.intern(o.destName),
-      node: this.intern(o.node),
-      podName: this.intern(o.podName),
-      podIP: this.intern(o.podIP),
-      namespace: this.intern(o.namespace),
-      result: this.intern(o.result),
-      mode: this.intern(o.mode),
-      family: o.family,
-    };
-    this.tuples.push(tuple);
-    this.byKey.set(key, id);
-    if (id >= this.slotOf.length) {
-      this.slotOf = grown(this.slotOf, this.slotOf.length * 2);
-      this.tupleRows = grown(this.tupleRows, this.tupleRows.length * 2);
-    }
-    this.tupleRows[id] = 0;
+  /** The group of a key, interned (with its engine slot) on first sight; `rest` gives the slot its other fields. */
+  private group(key: string, rest: string): number {
+    const known = this.groupByKey.get(key);
+    if (known !== undefined) return known;
+    const id = this.groupKeys.length;
+    this.groupKeys.push(key);
+    this.groupByKey.set(key, id);
+    if (id >= this.groupSlot.length) this.groupSlot = grown(this.groupSlot, this.groupSlot.length * 2);
+    const family = key.slice(0, key.indexOf('\u0001'));
     let slot = NO_SLOT;
-    if (FEEDS_ENGINE.has(tuple.family)) {
-      const ek = engineKey(tuple);
-      const known = this.slotByKey.get(ek);
-      if (known !== undefined) {
-        slot = known;
-      } else {
-        slot = this.slots.length;
-        this.slots.push(engineSlot(tuple));
-        if (slot >= this.slotTotal.length) {
-          this.slotTotal = grown(this.slotTotal, this.slotTotal.length * 2);
-          this.slotRows = grown(this.slotRows, this.slotRows.length * 2);
-          this.slotLatest = grown(this.slotLatest, this.slotLatest.length * 2);
-        }
-        this.slotByKey.set(ek, slot);
-        const podKey = `${tuple.namespace}\u0001${tuple.podName}\u0001${tuple.podIP}`;
-        let ofPod = this.podSlotsByKey.get(podKey);
-        if (!ofPod) {
-          this.podSlotsByKey.set(podKey, (ofPod = []));
-          this.podSlots.push(ofPod);
-        }
-        ofPod.push(slot);
+    if (FEEDS_ENGINE.has(family as ObservationFamily)) {
+      const t = tupleOfKeys(key, rest);
+      slot = this.slots.length;
+      this.slots.push(
+        engineSlot({
+          rule: this.intern(t.rule),
+          behavior: this.intern(t.behavior),
+          subject: this.intern(t.subject),
+          destIP: this.intern(t.destIP),
+          destName: this.intern(t.destName),
+          node: this.intern(t.node),
+          podName: this.intern(t.podName),
+          podIP: this.intern(t.podIP),
+          namespace: this.intern(t.namespace),
+          result: this.intern(t.result),
+          mode: this.intern(t.mode),
+          family: t.family,
+        }),
+      );
+      if (slot >= this.slotTotal.length) {
+        this.slotTotal = grown(this.slotTotal, this.slotTotal.length * 2);
+        this.slotRows = grown(this.slotRows, this.slotRows.length * 2);
+        this.slotLatest = grown(this.slotLatest, this.slotLatest.length * 2);
       }
+      const podKey = `${t.namespace}\u0001${t.podName}\u0001${t.podIP}`;
+      let ofPod = this.podSlotsByKey.get(podKey);
+      if (!ofPod) {
+        this.podSlotsByKey.set(podKey, (ofPod = []));
+        this.podSlots.push(ofPod);
+      }
+      ofPod.push(slot);
     }
-    this.slotOf[id] = slot;
+    this.groupSlot[id] = slot;
     return id;
   }
 
+  private rest(key: string): number {
+    let id = this.restByKey.get(key);
+    if (id === undefined) {
+      id = this.restKeys.length;
+      this.restKeys.push(key);
+      this.restByKey.set(key, id);
+    }
+    return id;
+  }
+
+  /** The tuple of a (group, rest) pair, added on first sight. */
+  private tuple(group: number, rest: number): number {
+    const table = this.tupleTable;
+    const mask = table.length - 1;
+    let at = pairHash(group, rest, mask);
+    for (;;) {
+      const entry = table[at]!;
+      if (entry === 0) break;
+      if (this.tupleGroup[entry - 1] === group && this.tupleRest[entry - 1] === rest) return entry - 1;
+      at = (at + 1) & mask;
+    }
+    const id = this.tupleTotal++;
+    if (id >= this.tupleGroup.length) {
+      const size = this.tupleGroup.length * 2;
+      this.tupleGroup = grown(this.tupleGroup, size);
+      this.tupleRest = grown(this.tupleRest, size);
+      this.tupleRows = grown(this.tupleRows, size);
+    }
+    this.tupleGroup[id] = group;
+    this.tupleRest[id] = rest;
+    this.tupleRows[id] = 0;
+    table[at] = id + 1;
+    if (this.tupleTotal * 2 > table.length) this.rehash(table.length * 2);
+    return id;
+  }
+
+  private rehash(size: number): void {
+    const table = new Int32Array(size);
+    const mask = size - 1;
+    for (let id = 0; id < this.tupleTotal; id++) {
+      let at = pairHash(this.tupleGroup[id]!, this.tupleRest[id]!, mask);
+      while (table[at] !== 0) at = (at + 1) & mask;
+      table[at] = id + 1;
+    }
+    this.tupleTable = table;
+  }
+
   add(o: Observation): void {
-    const key = tupleKey(o);
-    this.push(this.byKey.get(key) ?? this.addTuple(o, key), o.count, o.observedAt);
+    this.addKeyed(groupKey(o), restKey(o), o.count, o.observedAt);
   }
 
   /**
-   * A row given by its tuple key (`tupleKeyColumns` joined with U+0001, as the store can build it in SQL): a row
-   * of a known tuple costs one map lookup and no object. Fields never contain U+0001 (ingest replaces control
-   * characters).
+   * A row given by its two keys (GROUP_KEY_COLUMNS and REST_KEY_COLUMNS joined with U+0001, as the store builds them
+   * in SQL): a row of a known tuple costs two map lookups and a probe, and no object.
    */
-  addKeyed(key: string, count: number, observedAt: number): void {
-    let tupleId = this.byKey.get(key);
-    if (tupleId === undefined) {
-      const f = key.split('\u0001');
-      const tuple: ObservationTuple = {
-        family: f[0] as ObservationFamily,
-        namespace: f[1]!,
-        podName: f[2]!,
-        podIP: f[3]!,
-        destIP: f[4]!,
-        destName: f[5]!,
-        behavior: f[6]!,
-        node: f[7]!,
-        rule: f[8]!,
-        subject: f[9]!,
-        result: f[10]!,
-        mode: f[11]!,
-      };
-      tupleId = this.addTuple(tuple, key);
-    }
-    this.push(tupleId, count, observedAt);
+  addKeyed(group: string, rest: string, count: number, observedAt: number): void {
+    this.push(this.tuple(this.group(group, rest), this.rest(rest)), count, observedAt);
   }
 
   private push(tupleId: number, count: number, observedAt: number): void {
@@ -267,7 +326,7 @@ export class ObservationIndex {
       this.counts = grown(this.counts, size);
     }
     this.tupleOf[this.length] = tupleId;
-    this.rowSlot[this.length] = this.slotOf[tupleId]!;
+    this.rowSlot[this.length] = this.groupSlot[this.tupleGroup[tupleId]!]!;
     this.observedAt[this.length] = observedAt;
     this.counts[this.length] = count;
     this.length += 1;
@@ -386,18 +445,21 @@ export class ObservationIndex {
   /** The rows of the window, as stored, whose tuple `matches` (asked once per tuple), every family. */
   select(window: ReconciliationWindow, matches: (tuple: ObservationTuple) => boolean): Observation[] {
     const { windowStartUnix: start, windowEndUnix: end } = window;
-    // 0 not asked yet, 1 matches, 2 does not.
-    const verdict = new Uint8Array(this.tuples.length);
+    // Per tuple: undefined not asked yet, null does not match, else its fields (built from its keys once).
+    const asked: Array<ObservationTuple | null | undefined> = new Array(this.tupleTotal);
     const out: Observation[] = [];
     for (let i = 0; i < this.length; i++) {
       const at = this.observedAt[i]!;
       if (at < start || at > end) continue;
       const t = this.tupleOf[i]!;
       if (t === DEAD) continue;
-      let v = verdict[t]!;
-      if (v === 0) verdict[t] = v = matches(this.tuples[t]!) ? 1 : 2;
-      if (v === 2) continue;
-      out.push({ ...this.tuples[t]!, count: this.counts[i]!, observedAt: at });
+      let tuple = asked[t];
+      if (tuple === undefined) {
+        const fields = tupleOfKeys(this.groupKeys[this.tupleGroup[t]!]!, this.restKeys[this.tupleRest[t]!]!);
+        asked[t] = tuple = matches(fields) ? fields : null;
+      }
+      if (tuple === null) continue;
+      out.push({ ...tuple, count: this.counts[i]!, observedAt: at });
     }
     return out;
   }
@@ -484,7 +546,7 @@ export class ObservationIndex {
     for (const bucket of this.buckets.values()) {
       for (let j = 0; j < bucket.length; j++) bucket.rows[j] = newPosition[bucket.rows[j]!]!;
     }
-    if (this.liveTuples * 2 < this.tuples.length) this.collectTuples();
+    if (this.liveTuples * 2 < this.tupleTotal) this.collectTuples();
   }
 
   /**
@@ -492,33 +554,42 @@ export class ObservationIndex {
    * tuples and slots; the rows stay where they are, so the period lists stay valid. Called on a compacted index.
    */
   private collectTuples(): void {
-    const oldTuples = this.tuples;
+    const oldGroupKeys = this.groupKeys;
+    const oldRestKeys = this.restKeys;
+    const oldGroup = this.tupleGroup;
+    const oldRest = this.tupleRest;
     const oldRows = this.tupleRows;
-    this.tuples = [];
-    this.byKey = new Map();
-    this.slotOf = new Uint32Array(1024);
+    const oldTotal = this.tupleTotal;
+    this.groupKeys = [];
+    this.groupByKey = new Map();
+    this.groupSlot = new Uint32Array(1024);
+    this.restKeys = [];
+    this.restByKey = new Map();
+    this.tupleGroup = new Uint32Array(1024);
+    this.tupleRest = new Uint32Array(1024);
     this.tupleRows = new Uint32Array(1024);
+    this.tupleTotal = 0;
+    this.tupleTable = new Int32Array(2048);
     this.slots = [];
-    this.slotByKey = new Map();
     this.podSlots = [];
     this.podSlotsByKey = new Map();
     this.strings = new Map();
     this.slotTotal = new Float64Array(1024);
     this.slotRows = new Uint32Array(1024);
     this.slotLatest = new Float64Array(1024);
-    const renumbered = new Uint32Array(oldTuples.length);
-    for (let t = 0; t < oldTuples.length; t++) {
+    const renumbered = new Uint32Array(oldTotal);
+    for (let t = 0; t < oldTotal; t++) {
       if (oldRows[t] === 0) continue;
-      const tuple = oldTuples[t]!;
-      const id = this.addTuple(tuple, tupleKey(tuple));
+      const rest = oldRestKeys[oldRest[t]!]!;
+      const id = this.tuple(this.group(oldGroupKeys[oldGroup[t]!]!, rest), this.rest(rest));
       renumbered[t] = id;
       this.tupleRows[id] = oldRows[t]!;
     }
-    this.liveTuples = this.tuples.length;
+    this.liveTuples = this.tupleTotal;
     for (let i = 0; i < this.length; i++) {
       const t = renumbered[this.tupleOf[i]!]!;
       this.tupleOf[i] = t;
-      const slot = this.slotOf[t]!;
+      const slot = this.groupSlot[this.tupleGroup[t]!]!;
       this.rowSlot[i] = slot;
       if (slot === NO_SLOT) continue;
       const at = this.observedAt[i]!;

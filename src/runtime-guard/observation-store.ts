@@ -3,7 +3,7 @@
  * swept when a day (plus a margin) old.
  */
 import type { Queryable } from '../store/db.js';
-import { ObservationIndex, TUPLE_KEY_COLUMNS } from './observation-index.js';
+import { GROUP_KEY_COLUMNS, ObservationIndex, REST_KEY_COLUMNS } from './observation-index.js';
 import { TableTail, type TableTailOptions } from './table-tail.js';
 
 /** The widest window is 24 h; the index and the table keep a margin beyond it. */
@@ -11,15 +11,16 @@ export const RETENTION_SECONDS = 24 * 3600 + 3600;
 /** The index drops rows slightly later than the widest window needs. */
 export const INDEX_RETENTION_SECONDS = 24 * 3600 + 300;
 
-// A row as the index takes it: the tuple as one key string built by PostgreSQL (one column to parse instead of
+// A row as the index takes it: the tuple as its two key strings built by PostgreSQL (two columns to parse instead of
 // twelve, and no object per row when the tuple is known), plus the two numbers that vary.
-const COLUMNS = `id, count, observed_at, concat_ws(E'\\x01', ${TUPLE_KEY_COLUMNS.join(', ')}) AS k`;
+const COLUMNS = `id, count, observed_at, concat_ws(E'\\x01', ${GROUP_KEY_COLUMNS.join(', ')}) AS g, concat_ws(E'\\x01', ${REST_KEY_COLUMNS.join(', ')}) AS r`;
 
 interface KeyedRow {
   id: string;
   count: number;
   observed_at: string;
-  k: string;
+  g: string;
+  r: string;
 }
 
 export interface ObservationFeedOptions extends TableTailOptions {
@@ -84,7 +85,7 @@ export class ObservationFeed {
   private append(row: KeyedRow): void {
     const observedAt = Number(row.observed_at);
     // Older than the index keeps: not worth holding (the sweep deletes it soon).
-    if (observedAt >= this.cutoffUnix) this.index.addKeyed(row.k, row.count, observedAt);
+    if (observedAt >= this.cutoffUnix) this.index.addKeyed(row.g, row.r, row.count, observedAt);
   }
 }
 
