@@ -293,17 +293,27 @@ export interface ClusterFactsOptions {
 /** A cluster that does not serve ServiceCIDRs is asked again this often. */
 export const SERVICE_CIDR_RETRY_MS = 5 * 60 * 1000;
 
-/** A value rebuilt only when the version it was built from changed. */
+/**
+ * A value rebuilt only when the version it was built from changed. A rebuilt array holding the same elements as the
+ * last one (a pod's phase changed, not its fact) is the last one: the engine's memo compares the arrays by identity.
+ */
 class Memo<T> {
   private version: number | string | undefined;
   private value: T | undefined;
   get(version: number | string, build: () => T): T {
     if (this.version !== version || this.value === undefined) {
-      this.value = build();
+      const built = build();
+      if (!(Array.isArray(built) && Array.isArray(this.value) && sameElements(built, this.value))) this.value = built;
       this.version = version;
     }
     return this.value;
   }
+}
+
+function sameElements(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 export class ClusterFactsCache {

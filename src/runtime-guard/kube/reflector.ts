@@ -53,6 +53,41 @@ export interface ReflectorOptions<O extends ObjectMeta, F> {
   notServedRetryMs?: number;
 }
 
+/** Whether two values built by a `transform` (plain data: objects, arrays, strings, numbers, booleans, null) are equal. */
+export function samePlain(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!samePlain(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  for (const key of aKeys) {
+    if (!Object.hasOwn(b, key) || !samePlain((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+  }
+  return true;
+}
+
+/**
+ * `next`, with what equals the held `known` taken from it: `known` itself when nothing changed, else, for an object,
+ * `next` with each top-level field equal to `known`'s replaced by `known`'s (a pod whose phase changed keeps its fact
+ * object). Consumers compare facts by identity (the classifier's memo), so an unchanged object must stay the same one.
+ */
+export function keepUnchanged<F>(known: F | undefined, next: F): F {
+  if (known === undefined) return next;
+  if (samePlain(known, next)) return known;
+  if (typeof known !== 'object' || typeof next !== 'object' || known === null || next === null || Array.isArray(next)) return next;
+  const merged = { ...next } as Record<string, unknown>;
+  for (const key of Object.keys(merged)) {
+    const held = (known as Record<string, unknown>)[key];
+    if (held !== undefined && samePlain(held, merged[key])) merged[key] = held;
+  }
+  return merged as F;
+}
+
 /** A watch that stayed up this long worked, whatever ended it. */
 const WATCH_WORKED_MS = 10_000;
 
@@ -205,9 +240,17 @@ export class Reflector<O extends ObjectMeta, F> {
     const fresh = new Map<string, F>();
     let continueToken: string | undefined;
     let resourceVersion = '';
+    // A relist (after every watch error or expiry) mostly finds what is held: those objects stay as they were.
+    let changed = false;
     do {
       const page = await this.o.listPage(continueToken, this.o.pageSize ?? 500);
-      for (const object of page.items ?? []) fresh.set(objectKey(object), this.o.transform(object));
+      for (const object of page.items ?? []) {
+        const key = objectKey(object);
+        const known = this.items.get(key);
+        const kept = keepUnchanged(known, this.o.transform(object));
+        if (kept !== known) changed = true;
+        fresh.set(key, kept);
+      }
       resourceVersion = page.metadata?.resourceVersion ?? '';
       continueToken = page.metadata?._continue ?? page.metadata?.continue ?? undefined;
       if (continueToken === '') continueToken = undefined;
@@ -216,10 +259,11 @@ export class Reflector<O extends ObjectMeta, F> {
     if (this.o.onDelete) {
       for (const [key, fact] of this.items) if (!fresh.has(key)) this.o.onDelete(key, fact);
     }
+    if (fresh.size !== this.items.size) changed = true;
     this.items.clear();
     for (const [key, fact] of fresh) this.items.set(key, fact);
     this.resourceVersion = resourceVersion;
-    this.version++;
+    if (changed || !this.synced) this.version++;
     this.healthy = true;
     this.served = true;
     if (!this.synced) {
@@ -257,11 +301,18 @@ export class Reflector<O extends ObjectMeta, F> {
         if (settled) return;
         switch (type) {
           case 'ADDED':
-          case 'MODIFIED':
-            this.items.set(objectKey(object), this.o.transform(object));
+          case 'MODIFIED': {
+            // Most updates change nothing the cache keeps (a pod's status conditions, a resync): the held object and
+            // the version stay, so the cluster facts and everything built on them stay too.
+            const key = objectKey(object);
+            const known = this.items.get(key);
+            const kept = keepUnchanged(known, this.o.transform(object));
+            if (kept === known) break;
+            this.items.set(key, kept);
             this.version++;
             this.o.onChange();
             break;
+          }
           case 'DELETED': {
             const key = objectKey(object);
             const known = this.items.get(key);

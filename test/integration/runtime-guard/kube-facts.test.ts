@@ -107,6 +107,52 @@ describe('cluster facts from the Kubernetes API', () => {
     assert.equal(facts(cluster).services, a.services, 'unchanged resources keep their arrays');
   });
 
+  test('updates that change nothing kept, a phase change and a relist keep the arrays and the fact objects', async () => {
+    // A real cluster sends a stream of pod updates the facts do not read (status conditions, labels, resyncs) and
+    // relists after every expired watch. The engine keeps its classifier while the facts arrays are the same ones.
+    const api = await fakeApi();
+    seedCluster(api);
+    const { cluster } = await started(api);
+    const a = facts(cluster);
+    const agent = a.pods.find((p) => p.name === 'agent-7d4-aaaaa');
+    const podRequests = (): Array<{ watch: boolean }> => api.requests.filter((r) => r.path === '/api/v1/pods');
+    // Events of one watch arrive in order: once the watch ended and the next one opened, every event before was read.
+    const afterPodWatchReopens = async (): Promise<void> => {
+      const before = podRequests().length;
+      api.closeWatches('pods');
+      await until('the pods watch reopened', () => podRequests().slice(before).some((r) => r.watch));
+    };
+    const owner = { kind: 'ReplicaSet' as const, name: 'agent-7d4' };
+    api.upsert('pods', kube.pod({ namespace: 'eng', name: 'agent-7d4-aaaaa', ip: '10.244.1.1', owner, labels: { rollout: 'canary' } }));
+    api.upsert('pods', kube.pod({ namespace: 'eng', name: 'nightly-1-bbbbb', ip: '10.244.1.2', owner: { kind: 'Job', name: 'nightly-1' }, phase: 'Succeeded' }));
+    await afterPodWatchReopens();
+    assert.equal(facts(cluster).pods, a.pods, 'a label and a phase change leave the pods array as it was');
+    assert.equal(facts(cluster).pods.find((p) => p.name === 'agent-7d4-aaaaa'), agent);
+
+    // The watch expires (410): the pods are listed again, then watched from the list.
+    const before = podRequests().length;
+    api.closeWatches('pods');
+    // Something else moves the resourceVersion on; the pods watch resumes from an older one, which has expired.
+    api.upsert('leases', kube.lease({ namespace: 'reins', name: 'unrelated', holder: 'someone' }));
+    api.compact();
+    await until('a relist of the pods, then a watch', () => {
+      const since = podRequests().slice(before);
+      const list = since.findIndex((r) => !r.watch);
+      return list >= 0 && since.slice(list + 1).some((r) => r.watch);
+    });
+    assert.equal(facts(cluster).pods, a.pods, 'a relist that found the same pods keeps the array');
+    assert.equal(facts(cluster).services, a.services);
+
+    // A change the facts read is a new array, with the untouched pods' objects kept.
+    api.upsert('pods', kube.pod({ namespace: 'eng', name: 'agent-7d4-aaaaa', ip: '10.244.1.8', owner }));
+    await until('the new address', () => facts(cluster).pods.some((p) => p.ip === '10.244.1.8'));
+    assert.notEqual(facts(cluster).pods, a.pods);
+    assert.equal(
+      facts(cluster).pods.find((p) => p.name === 'nightly-1-bbbbb'),
+      a.pods.find((p) => p.name === 'nightly-1-bbbbb'),
+    );
+  });
+
   test('owner chains: ReplicaSet to Deployment, Job to CronJob, a missing owner gives the pod level', async () => {
     const api = await fakeApi();
     seedCluster(api);
