@@ -11,7 +11,9 @@
  * `--engine DIR` loads `reconciliation.ts` from another copy of src/runtime-guard (a before/after comparison);
  * `--warm-up` runs the replica's start-up warm-up (warm-up.ts `warmUpAnswerPath`) first. Like the replica, the warm
  * answers reuse the rows of the previous one through a RowMemo and write reused rows' JSON once (answer-json.ts),
- * when that copy has them; `--fresh` builds every row and writes all the JSON on every run (the engine's own cost). The output's sha256 is printed:
+ * when that copy has them; `--fresh` builds every row and writes all the JSON on every run (the engine's own cost);
+ * `--churn` hands every warm run facts with one pod more than the last (a new pods array, as the informers hand out
+ * after a pod is added: a large cluster changes some pod every few seconds). The output's sha256 is printed:
  * an optimisation must not change it. Building the input takes half a minute; the summed rows are kept in
  * $TMPDIR/reins-engine-input-<observations>-<audit events>.json and read back on the next run (`--rebuild` to redo).
  */
@@ -39,6 +41,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
     rebuild: { type: 'boolean', default: false },
     fresh: { type: 'boolean', default: false },
+    churn: { type: 'boolean', default: false },
   },
 });
 const RUNS = Number(args.runs);
@@ -207,6 +210,11 @@ for (let i = 0; i <= RUNS; i++) {
   const cpu = process.cpuUsage();
   const a2 = performance.now();
   // The replica's facts() is a new object per request over arrays kept while nothing changed.
+  if (args.churn && i > 0) {
+    // A pod added (scaled up) on a new address: a new pods array, nothing the observations read changed.
+    const template = facts.pods[i % facts.pods.length]!;
+    facts.pods = [...facts.pods, { ...template, name: `${template.name}-scaled-${i}`, ip: `10.250.${i >> 8}.${i & 255}` }];
+  }
   const result = engine.reconcile({ observations, facts: { ...facts }, governedCalls, window, egressPlaneEnabled: true, nowUnix: NOW_UNIX }, rowMemo);
   const a3 = performance.now();
   const used = process.cpuUsage(cpu);

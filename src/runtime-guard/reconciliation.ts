@@ -4,7 +4,19 @@
  * function over plain data; the README in this folder states every rule and why.
  */
 import { isIpv6, normalizeHost } from './addresses.js';
-import { classifierFor, NOT_A_FINDING, type AddressInfo, type AskedNames, type Classifier, type FindingClass, type NameInfo } from './classify.js';
+import {
+  buildFactsIndex,
+  Classifier,
+  classifierFor,
+  factsKey,
+  NOT_A_FINDING,
+  sameFacts,
+  type AddressInfo,
+  type AskedNames,
+  type FactsKey,
+  type FindingClass,
+  type NameInfo,
+} from './classify.js';
 import type {
   ClusterFacts,
   Destination,
@@ -181,24 +193,103 @@ const SERVICE_GATEWAY: FindingClass = { kind: 'internal', suppressReason: 'servi
  * counts" is the same input. Between two answers a second apart a day's window changes the sums of a few slots, so
  * nearly every row is reused: at 20,000 workloads the engine then costs its first pass and these comparisons.
  *
+ * The memo keeps its own classifier (`classifierFor`). When the facts change (a pod added or deleted, which a large
+ * cluster does every few seconds) the next one is the previous one carried over (`Classifier.successor`): rows stay
+ * valid unless their pods' workloads changed (their refs and observations are compared as always) or they read an
+ * address whose class changed, and those are rebuilt. A change to what names are classified by (the Services' names,
+ * the cluster domain, the search domains) starts afresh.
+ *
  * Rows handed out are shared with later answers: nobody may change them (the routes only serialize them).
  * Observations a caller builds afresh for every call never match (a new object is a new input).
  */
 export class RowMemo {
+  /** The classifier the rows were built with (or carried over to), and the answer's settings they were built for. */
   private classifier: Classifier | null = null;
   private egressPlaneEnabled = false;
   private windowReason: WindowSuppressReason | null = null;
+  /** The classifier of the last facts handed to `classifierFor`, and those facts. */
+  private latest: Classifier | null = null;
+  private latestKey: FactsKey | null = null;
+  /** Addresses whose class changed since the rows were last checked (classifiers carried over in between). */
+  private changed = new Set<string>();
+  /** Set when a classifier was started afresh since the rows were built: they are all dropped. */
+  private restarted = false;
   /** By the classifier's workload number. */
   readonly entries: Array<MemoEntry | undefined> = [];
+  /** Per entry, the answer that last checked it (`answers`), so entries no answer checked can be dropped. */
+  private readonly checkedAt: number[] = [];
+  private answers = 0;
 
-  /** Forgets every row when anything all rows read has changed. */
-  begin(classifier: Classifier, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): void {
-    if (classifier === this.classifier && egressPlaneEnabled === this.egressPlaneEnabled && windowReason === this.windowReason) return;
+  /** The classifier for `facts`: the last one while they are the same, else the last one carried over, else a new one. */
+  classifierFor(facts: ClusterFacts): Classifier {
+    const key = factsKey(facts);
+    if (this.latest !== null && this.latestKey !== null && sameFacts(this.latestKey, key)) {
+      this.latest.trim();
+      return this.latest;
+    }
+    const index = buildFactsIndex(facts);
+    const before = this.latestKey;
+    const ownersUnchanged = before !== null && ownersSame(before, key);
+    let next = this.latest?.successor(index, this.changed, ownersUnchanged) ?? null;
+    if (next === null) {
+      next = new Classifier(index);
+      this.restarted = true;
+    }
+    this.latest = next;
+    this.latestKey = key;
+    return next;
+  }
+
+  /**
+   * Before an answer's rows: forgets every row when anything all rows read has changed. Returns the addresses whose
+   * class changed since the rows were built (rows reading one are rebuilt), null when none did.
+   */
+  begin(classifier: Classifier, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null): ReadonlySet<string> | null {
+    this.answers += 1;
+    const carried = classifier === this.latest && !this.restarted;
+    if (classifier === this.classifier && egressPlaneEnabled === this.egressPlaneEnabled && windowReason === this.windowReason) return null;
+    if (carried && this.classifier !== null && egressPlaneEnabled === this.egressPlaneEnabled && windowReason === this.windowReason) {
+      this.classifier = classifier;
+      return this.changed.size > 0 ? this.changed : null;
+    }
     this.classifier = classifier;
     this.egressPlaneEnabled = egressPlaneEnabled;
     this.windowReason = windowReason;
     this.entries.length = 0;
+    this.checkedAt.length = 0;
+    this.changed.clear();
+    this.restarted = false;
+    return null;
   }
+
+  /** A row checked by this answer (reused or rebuilt). */
+  checked(workload: number): void {
+    this.checkedAt[workload] = this.answers;
+  }
+
+  /**
+   * After an answer's rows. When addresses had changed, the rows no answer checked against them (workloads without
+   * observations in this window) are dropped; the changes are then accounted for.
+   */
+  end(changed: ReadonlySet<string> | null): void {
+    if (changed === null) return;
+    for (let w = 0; w < this.entries.length; w++) {
+      if (this.entries[w] !== undefined && this.checkedAt[w] !== this.answers) this.entries[w] = undefined;
+    }
+    this.changed.clear();
+  }
+}
+
+/** Whether the facts that give a pod its owner are the same arrays (see `Classifier.successor`). */
+function ownersSame(a: FactsKey, b: FactsKey): boolean {
+  return (
+    a.replicaSets === b.replicaSets &&
+    a.replicaSetsLength === b.replicaSetsLength &&
+    a.jobs === b.jobs &&
+    a.jobsLength === b.jobsLength &&
+    a.podOwners === b.podOwners &&
+    a.podOwnersLength === b.podOwnersLength
+  );
 }
 
 interface MemoEntry {
@@ -378,7 +469,7 @@ class Reconciler implements AskedNames {
 
   buildRows(governed: GovernedIndex, egressPlaneEnabled: boolean, windowReason: WindowSuppressReason | null, memo: RowMemo | null): ReconciliationRow[] {
     const rows: ReconciliationRow[] = [];
-    memo?.begin(this.c, egressPlaneEnabled, windowReason);
+    const changed = memo === null ? null : memo.begin(this.c, egressPlaneEnabled, windowReason);
     for (let w = 0; w < this.workloads.length; w++) {
       const workload = this.workloads[w];
       if (workload === undefined) continue;
@@ -391,8 +482,15 @@ class Reconciler implements AskedNames {
         rows.push(this.buildRow(workload, governed, egressPlaneEnabled, windowReason));
         continue;
       }
+      memo.checked(w);
       const entry = memo.entries[w];
-      if (entry !== undefined && entry.ref === workload.ref && sameGoverned(entry, joined) && this.sameObservations(workload, entry.signature)) {
+      if (
+        entry !== undefined &&
+        entry.ref === workload.ref &&
+        sameGoverned(entry, joined) &&
+        this.sameObservations(workload, entry.signature) &&
+        (changed === null || !this.readsAny(workload, changed))
+      ) {
         rows.push(entry.row);
         continue;
       }
@@ -402,11 +500,22 @@ class Reconciler implements AskedNames {
       memo.entries[w] = { ref: workload.ref, signature: this.signatureOf(workload), governedTotal: joined?.total ?? -1, governedHosts, row };
       rows.push(row);
     }
+    memo?.end(changed);
     rows.sort(
       (a, b) =>
         b.bypassedDestinations - a.bypassedDestinations || b.m - a.m || (a.workloadKey < b.workloadKey ? -1 : a.workloadKey > b.workloadKey ? 1 : 0),
     );
     return rows;
+  }
+
+  /** Whether any observation of the workload reads one of `addresses` (a connection's destination, a DNS answer). */
+  private readsAny(workload: WorkloadBucket, addresses: ReadonlySet<string>): boolean {
+    const { observations, next } = this;
+    for (const pod of workload.pods) {
+      for (let i = pod.dnsHead; i !== -1; i = next[i]!) if (addresses.has(observations[i]!.destIP)) return true;
+      for (let i = pod.networkHead; i !== -1; i = next[i]!) if (addresses.has(observations[i]!.destIP)) return true;
+    }
+    return false;
   }
 
   /** The workload's observations as RowMemo compares them. */
@@ -862,7 +971,8 @@ const NO_FACTS: ClusterFacts = emptyClusterFacts();
 export function reconcile(input: ReconcileInput, rowMemo: RowMemo | null = null): ReconciliationResult {
   const { windowStartUnix, windowEndUnix } = input.window;
   const usable = factsUsable(input.facts, input.nowUnix);
-  const reconciler = new Reconciler(classifierFor(input.facts ?? NO_FACTS));
+  const facts = input.facts ?? NO_FACTS;
+  const reconciler = new Reconciler(rowMemo !== null ? rowMemo.classifierFor(facts) : classifierFor(facts));
   reconciler.ingest(input.observations, windowStartUnix, windowEndUnix);
   reconciler.addClusterWorkloads();
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ObservationIndex } from '../../../src/runtime-guard/observation-index.js';
 import { reconcile, RowMemo } from '../../../src/runtime-guard/reconciliation.js';
-import type { GovernedCall, Observation } from '../../../src/runtime-guard/types.js';
+import type { ClusterFacts, GovernedCall, Observation, PodFact } from '../../../src/runtime-guard/types.js';
 import { call, IP, makeFacts, NOW, observation, WINDOW } from './fixtures.js';
 
 const pods: Array<[string, string, string]> = [
@@ -209,14 +209,50 @@ test('adds and evictions interleaved (rows dropped where they lie, arrays compac
   );
 });
 
+/**
+ * Facts a cluster moves between: the same facts as new arrays, and the changes a real cluster makes every few seconds,
+ * which the row memo's classifier carries over (Classifier.successor) instead of starting afresh.
+ */
+function churnedFacts(): ClusterFacts[] {
+  const base = makeFacts();
+  const without = (name: string): PodFact[] => base.pods.filter((p) => p.name !== name);
+  const podFact = (namespace: string, name: string, ip: string, owner?: { kind: string; name: string }): PodFact => ({
+    namespace,
+    name,
+    ip,
+    node: 'node-a',
+    containers: [{ name: 'app', image: 'example/app:1' }],
+    ownerReferences: owner ? [{ ...owner, controller: true }] : [],
+  });
+  return [
+    // The same facts, new arrays: carried over with nothing changed.
+    makeFacts(),
+    // A pod deleted after its observations: attributed by its name to the ReplicaSet it had (inferred).
+    makeFacts({ pods: without('agent-7d9f-b') }),
+    // A new pod on an address workloads connect to: that destination becomes in-cluster.
+    makeFacts({ pods: [...base.pods, podFact('eng', 'gh-mirror', IP.github)] }),
+    // A pod whose owner changed (a ReplicaSet the facts do not list): its workload changes.
+    makeFacts({ pods: [...without('agent-7d9f-a'), podFact('eng', 'agent-7d9f-a', '10.244.1.1', { kind: 'ReplicaSet', name: 'agent-other' })] }),
+    // A pod deleted whose address was a destination: that address is external again.
+    makeFacts({ pods: without('orders-1') }),
+    // A selector-less Service's EndpointSlice names an external address.
+    makeFacts({ endpointSlices: [...base.endpointSlices, { namespace: 'shop', serviceName: 'orders', endpoints: [{ addresses: [IP.unknown] }] }] }),
+    // A new Service: names are classified anew (the classifier starts afresh).
+    makeFacts({ services: [...base.services, { namespace: 'shop', name: 'pypi', clusterIPs: ['10.96.5.5'] }] }),
+    // The scratch pod counted as one of the service's own.
+    makeFacts({ selfPods: [...base.selfPods, { namespace: 'eng', name: 'scratch', ip: '10.244.1.5' }] }),
+  ];
+}
+
 test('answers with a row memo equal fresh answers, over a sequence of index changes, governed calls, facts and windows', () => {
   const factsA = makeFacts();
   const factsB = makeFacts({ complete: false });
+  const churned = churnedFacts();
   const stepArb = fc.record({
     add: fc.array(rawArb, { maxLength: 15 }),
     evict: fc.option(fc.integer({ min: WINDOW.windowStartUnix - 50, max: WINDOW.windowEndUnix }), { nil: undefined }),
     calls: fc.array(callArb, { maxLength: 6 }),
-    facts: fc.constantFrom(factsA, factsA, factsA, factsB),
+    facts: fc.constantFrom(factsA, factsA, factsA, factsB, ...churned),
     egress: fc.constantFrom(true, true, false),
     shift: fc.integer({ min: -40, max: 40 }),
   });
@@ -237,7 +273,7 @@ test('answers with a row memo equal fresh answers, over a sequence of index chan
         assert.deepEqual(memoised, fresh);
       }
     }),
-    { numRuns: 300 },
+    { numRuns: 600 },
   );
 });
 
@@ -255,4 +291,33 @@ test('a row memo hands out a new row when only a count changed, and the same row
   const more = reconcile({ ...base, observations: index.aggregate(WINDOW) }, memo);
   assert.notEqual(agent(more), agent(first));
   assert.equal(agent(more).destinations[0]!.count, 7);
+});
+
+test('when the facts change, a row memo keeps the rows they do not touch and rebuilds those that read a changed address', () => {
+  const index = new ObservationIndex();
+  const memo = new RowMemo();
+  const facts = makeFacts();
+  const base = { window: WINDOW, egressPlaneEnabled: true, nowUnix: NOW, governedCalls: [] };
+  index.add(observation({ family: 'network', podName: 'agent-7d9f-a', podIP: '10.244.1.1', destIP: IP.github, observedAt: WINDOW.windowStartUnix + 10 }));
+  index.add(observation({ family: 'network', namespace: 'shop', podName: 'orders-1', podIP: IP.ordersPod, destIP: IP.openai, observedAt: WINDOW.windowStartUnix + 10 }));
+  const row = (r: ReturnType<typeof reconcile>, key: string) => r.rows.find((x) => x.workloadKey === key)!;
+  const first = reconcile({ ...base, facts, observations: index.aggregate(WINDOW) }, memo);
+  assert.equal(row(first, 'eng/Deployment/agent').destinations[0]!.kind, 'provider', 'github.com by its address alone: unnamed, counted');
+
+  // A new pod elsewhere: both rows are the same objects.
+  const scaled = { ...facts, pods: [...facts.pods, { ...facts.pods[4]!, name: 'scratch-2', ip: '10.244.1.77' }] };
+  const second = reconcile({ ...base, facts: scaled, observations: index.aggregate(WINDOW) }, memo);
+  assert.equal(row(second, 'eng/Deployment/agent'), row(first, 'eng/Deployment/agent'));
+  assert.equal(row(second, 'shop/Deployment/orders'), row(first, 'shop/Deployment/orders'));
+
+  // A pod on the address agent connects to: agent's row is rebuilt (the destination is in-cluster now), orders' kept.
+  const mirrored = { ...scaled, pods: [...scaled.pods, { ...facts.pods[4]!, name: 'gh-mirror', ip: IP.github }] };
+  const third = reconcile({ ...base, facts: mirrored, observations: index.aggregate(WINDOW) }, memo);
+  assert.notEqual(row(third, 'eng/Deployment/agent'), row(first, 'eng/Deployment/agent'));
+  assert.deepEqual(
+    row(third, 'eng/Deployment/agent').destinations.map((d) => [d.destName, d.suppressReason]),
+    [[`pod:eng/gh-mirror`, 'in-cluster']],
+  );
+  assert.equal(row(third, 'shop/Deployment/orders'), row(first, 'shop/Deployment/orders'));
+  assert.deepEqual(third, reconcile({ ...base, facts: mirrored, observations: index.aggregate(WINDOW).map((o) => ({ ...o })) }));
 });
