@@ -240,6 +240,11 @@ export class RowMemo {
     return next;
   }
 
+  /** Builds the classifier for `facts` ahead of an answer (off the request path): its pods resolved, the workloads listed. */
+  prepare(facts: ClusterFacts): void {
+    this.classifierFor(facts).clusterWorkloads();
+  }
+
   /**
    * Before an answer's rows: forgets every row when anything all rows read has changed. Returns the addresses whose
    * class changed since the rows were built (rows reading one are rebuilt), null when none did.

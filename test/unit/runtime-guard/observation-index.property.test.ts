@@ -321,3 +321,17 @@ test('when the facts change, a row memo keeps the rows they do not touch and reb
   assert.equal(row(third, 'shop/Deployment/orders'), row(first, 'shop/Deployment/orders'));
   assert.deepEqual(third, reconcile({ ...base, facts: mirrored, observations: index.aggregate(WINDOW).map((o) => ({ ...o })) }));
 });
+
+test('a classifier prepared ahead of an answer is the one the answer uses, and the answer is the same', () => {
+  const index = new ObservationIndex();
+  index.add(observation({ family: 'network', podName: 'agent-7d9f-a', podIP: '10.244.1.1', destIP: IP.openai, observedAt: WINDOW.windowStartUnix + 10 }));
+  const memo = new RowMemo();
+  const facts = makeFacts();
+  memo.prepare(facts);
+  const prepared = memo.classifierFor(facts);
+  assert.ok(prepared.podsNumbered >= facts.pods.length - 1, 'every pod of the facts resolved ahead');
+  const base = { window: WINDOW, egressPlaneEnabled: true, nowUnix: NOW, governedCalls: [] };
+  const answer = reconcile({ ...base, facts: { ...facts }, observations: index.aggregate(WINDOW) }, memo);
+  assert.equal(memo.classifierFor(facts), prepared);
+  assert.deepEqual(answer, reconcile({ ...base, facts, observations: index.aggregate(WINDOW).map((o) => ({ ...o })) }));
+});
