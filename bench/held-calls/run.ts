@@ -156,10 +156,17 @@ async function main(): Promise<void> {
     const server = join(ROOT, 'bench/gateway-overhead/reins-server.ts');
     const b = await startServer('reins-B', [...REINS_NODE_FLAGS, ...TSX, server, upstream.url, admin, database.url]);
     children.push(b.child);
+    /** A's GC pauses since its start, as memory-probe.ts counts them. */
+    type GcCounts = { count: number; totalMs: number; longestMs: number; over50: number; over200: number; majorCount: number; majorMs: number };
+    let lastGc: GcCounts | null = null;
     let onMem: (m: NodeJS.MemoryUsage) => void = () => {};
     const a = await startServer('reins-A', [...REINS_NODE_FLAGS, ...TSX, '--import', join(HERE, 'memory-probe.ts'), server, upstream.url, admin, database.url], {
       onLine: (line) => {
-        if (line.startsWith('{"mem":')) onMem((JSON.parse(line) as { mem: NodeJS.MemoryUsage }).mem);
+        if (line.startsWith('{"mem":')) {
+          const probe = JSON.parse(line) as { mem: NodeJS.MemoryUsage; gc?: GcCounts };
+          lastGc = probe.gc ?? null;
+          onMem(probe.mem);
+        }
       },
     });
     /** A's own view of its memory (V8 heap, external, array buffers), in MB. */
@@ -282,6 +289,7 @@ async function main(): Promise<void> {
     }
     const rssParked = memoryMb(a.child.pid);
     const heapParked = await heapOfA();
+    const gcParked = lastGc as GcCounts | null;
     const cpuParkedA = processCpuMs(a.child.pid);
     const stillPending = await pendingCount();
     const earlyCalls = answeredEarly();
@@ -332,6 +340,21 @@ async function main(): Promise<void> {
     const releaseEnd = Math.max(...parked.map((p) => (Number.isNaN(p.answeredAt) ? 0 : p.answeredAt)));
     const rssAfter = memoryMb(a.child.pid);
     const cpuAfterA = processCpuMs(a.child.pid);
+    await heapOfA();
+    const gcAfter = lastGc as GcCounts | null;
+    // A's collector during the release: its main-thread pauses between the two probes.
+    const gcRelease =
+      gcParked && gcAfter
+        ? {
+            pauses: gcAfter.count - gcParked.count,
+            totalMs: round(gcAfter.totalMs - gcParked.totalMs, 1),
+            longestMs: round(gcAfter.longestMs, 1),
+            over50: gcAfter.over50 - gcParked.over50,
+            over200: gcAfter.over200 - gcParked.over200,
+            major: gcAfter.majorCount - gcParked.majorCount,
+            majorMs: round(gcAfter.majorMs - gcParked.majorMs, 1),
+          }
+        : null;
 
     const latencies: number[] = [];
     const fromSent: number[] = [];
@@ -388,6 +411,12 @@ async function main(): Promise<void> {
       ['release throughput (calls/s, first approve → last answer)', throughput.toFixed(0)],
       ['approvals done / last answer after (s)', `${((approvalsDone - releaseStart) / 1000).toFixed(2)} / ${releaseSeconds.toFixed(2)}`],
       ["A's CPU while parked 10 s / during release (ms)", `${cpuParkedA - cpuBeforeA} (incl. parking) / ${cpuAfterA - cpuParkedA}`],
+      [
+        "A's GC pauses during release: count, total ms (mark-compact: count, ms), over 50 / 200 ms, longest since start (ms)",
+        gcRelease
+          ? `${gcRelease.pauses}, ${gcRelease.totalMs} (${gcRelease.major}, ${gcRelease.majorMs}), ${gcRelease.over50} / ${gcRelease.over200}, ${gcRelease.longestMs}`
+          : 'n/a',
+      ],
       ['failed calls / failed approvals', `${failed.length} / ${approveErrors.length}`],
     ];
     const width = Math.max(...table.map((r) => r[0]!.length));
@@ -434,6 +463,7 @@ async function main(): Promise<void> {
         latencyMs: latency,
         approveRequestMs: approveLatency,
         approveSentToAnswerMs: sentLatency,
+        gcPausesOfA: gcRelease,
         negativeLatencies: negative,
         throughputPerSecond: round(throughput, 1),
         approvalsSeconds: round((approvalsDone - releaseStart) / 1000, 3),
