@@ -87,9 +87,9 @@ export interface RuntimeGuardOptions {
   /** Unix milliseconds; default Date.now. */
   nowMs?: () => number;
   /** How often the indexes read new rows between answers (default 1 s), so that an answer has little to read first. */
+  tailEveryMs?: number;
   /** How often the answer's classifier may be prepared in the background (PREPARE_EVERY_MS). */
   prepareEveryMs?: number;
-  tailEveryMs?: number;
   /** How often old observations and node statuses are swept (default 10 min). */
   sweepEveryMs?: number;
   onError: (err: Error, what: string) => void;
@@ -137,6 +137,8 @@ export class RuntimeGuard {
   private readonly rowMemo = new RowMemo();
   /** When this replica was last asked an answer (0: never); see PREPARE_WHILE_ASKED_MS. */
   private lastAskedMs = 0;
+  /** The facts' arrays the answer's classifier was last prepared from (prepareAnswer). */
+  private preparedFrom: readonly unknown[] = [];
   private readonly scraper: IngestLagScraper | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<void> | null = null;
@@ -271,9 +273,13 @@ export class RuntimeGuard {
     if (!this.cluster || !this.selfPods || this.lastAskedMs === 0 || this.nowMs() - this.lastAskedMs > PREPARE_WHILE_ASKED_MS) return;
     const liveFacts = this.cluster.facts();
     if (!liveFacts) return;
+    // The informers keep a resource's array while it is unchanged: nothing to prepare (and no store read) until one moves.
+    const arrays = [liveFacts.pods, liveFacts.replicaSets, liveFacts.jobs, liveFacts.services, liveFacts.endpointSlices, liveFacts.nodes, liveFacts.workloads, this.podOwners?.current()];
+    if (this.preparedFrom.length === arrays.length && arrays.every((a, i) => a === this.preparedFrom[i])) return;
     const selfPods = await this.selfPods.merged(liveFacts.selfPods);
     if (this.stopped) return;
     this.rowMemo.prepare(this.answerFacts(liveFacts, selfPods));
+    this.preparedFrom = arrays;
   }
 
   private every(ms: number, fn: () => void): void {
