@@ -804,10 +804,7 @@ export function sameFacts(a: FactsKey, b: FactsKey): boolean {
   return (
     a.pods === b.pods &&
     a.podsLength === b.podsLength &&
-    a.replicaSets === b.replicaSets &&
-    a.replicaSetsLength === b.replicaSetsLength &&
-    a.jobs === b.jobs &&
-    a.jobsLength === b.jobsLength &&
+    sameOwners(a, b) &&
     a.workloads === b.workloads &&
     a.workloadsLength === b.workloadsLength &&
     a.services === b.services &&
@@ -816,9 +813,19 @@ export function sameFacts(a: FactsKey, b: FactsKey): boolean {
     a.endpointSlicesLength === b.endpointSlicesLength &&
     a.nodes === b.nodes &&
     a.nodesLength === b.nodesLength &&
-    a.podOwners === b.podOwners &&
-    a.podOwnersLength === b.podOwnersLength &&
     a.small === b.small
+  );
+}
+
+/** Whether the facts that give a pod its owner are the same arrays: ReplicaSets, Jobs, remembered owners (`Classifier.successor`). */
+export function sameOwners(a: FactsKey, b: FactsKey): boolean {
+  return (
+    a.replicaSets === b.replicaSets &&
+    a.replicaSetsLength === b.replicaSetsLength &&
+    a.jobs === b.jobs &&
+    a.jobsLength === b.jobsLength &&
+    a.podOwners === b.podOwners &&
+    a.podOwnersLength === b.podOwnersLength
   );
 }
 

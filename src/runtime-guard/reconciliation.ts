@@ -11,6 +11,7 @@ import {
   factsKey,
   NOT_A_FINDING,
   sameFacts,
+  sameOwners,
   type AddressInfo,
   type AskedNames,
   type FactsKey,
@@ -229,7 +230,7 @@ export class RowMemo {
     }
     const index = buildFactsIndex(facts);
     const before = this.latestKey;
-    const ownersUnchanged = before !== null && ownersSame(before, key);
+    const ownersUnchanged = before !== null && sameOwners(before, key);
     let next = this.latest?.successor(index, this.changed, ownersUnchanged) ?? null;
     if (next === null) {
       next = new Classifier(index);
@@ -283,18 +284,6 @@ export class RowMemo {
     }
     this.changed.clear();
   }
-}
-
-/** Whether the facts that give a pod its owner are the same arrays (see `Classifier.successor`). */
-function ownersSame(a: FactsKey, b: FactsKey): boolean {
-  return (
-    a.replicaSets === b.replicaSets &&
-    a.replicaSetsLength === b.replicaSetsLength &&
-    a.jobs === b.jobs &&
-    a.jobsLength === b.jobsLength &&
-    a.podOwners === b.podOwners &&
-    a.podOwnersLength === b.podOwnersLength
-  );
 }
 
 interface MemoEntry {
