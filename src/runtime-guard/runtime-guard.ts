@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/config.js';
 import { AppError } from '../shared/errors.js';
 import type { Db } from '../store/db.js';
-import { buildFactsIndex, classifierFor, resolvePodWorkload } from './classify.js';
+import { buildFactsIndex, classifierFor, factsKey, resolvePodWorkload, sameFacts, type FactsKey } from './classify.js';
 import type { CapabilityState, ClusterEnvironment, RbacGap, RuntimeCluster } from './cluster.js';
 import { decideEnablement, DISABLED_REASONS, shouldStartCluster, type Enablement } from './enablement.js';
 import { GovernedCallFeed } from './governed-calls.js';
@@ -137,8 +137,8 @@ export class RuntimeGuard {
   private readonly rowMemo = new RowMemo();
   /** When this replica was last asked an answer (0: never); see PREPARE_WHILE_ASKED_MS. */
   private lastAskedMs = 0;
-  /** The facts' arrays the answer's classifier was last prepared from (prepareAnswer). */
-  private preparedFrom: readonly unknown[] = [];
+  /** The key of the live facts the answer's classifier was last prepared from (prepareAnswer). */
+  private preparedFrom: FactsKey | null = null;
   private readonly scraper: IngestLagScraper | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private sweeping: Promise<void> | null = null;
@@ -273,13 +273,14 @@ export class RuntimeGuard {
     if (!this.cluster || !this.selfPods || this.lastAskedMs === 0 || this.nowMs() - this.lastAskedMs > PREPARE_WHILE_ASKED_MS) return;
     const liveFacts = this.cluster.facts();
     if (!liveFacts) return;
-    // The informers keep a resource's array while it is unchanged: nothing to prepare (and no store read) until one moves.
-    const arrays = [liveFacts.pods, liveFacts.replicaSets, liveFacts.jobs, liveFacts.services, liveFacts.endpointSlices, liveFacts.nodes, liveFacts.workloads, this.podOwners?.current()];
-    if (this.preparedFrom.length === arrays.length && arrays.every((a, i) => a === this.preparedFrom[i])) return;
+    // The informers keep a resource's array while it is unchanged: nothing to prepare (and no store read) until the
+    // facts' key moves (the live self pods stand in for the merged ones, which need the read).
+    const key = factsKey(this.answerFacts(liveFacts, liveFacts.selfPods));
+    if (this.preparedFrom !== null && sameFacts(this.preparedFrom, key)) return;
     const selfPods = await this.selfPods.merged(liveFacts.selfPods);
     if (this.stopped) return;
     this.rowMemo.prepare(this.answerFacts(liveFacts, selfPods));
-    this.preparedFrom = arrays;
+    this.preparedFrom = key;
   }
 
   private every(ms: number, fn: () => void): void {

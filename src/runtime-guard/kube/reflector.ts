@@ -8,6 +8,7 @@
  * cache holds only the few fields the runtime guard reads.
  */
 import type { Agent } from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { describeKubeError, httpStatusOf, sleep } from './client.js';
 
@@ -53,24 +54,6 @@ export interface ReflectorOptions<O extends ObjectMeta, F> {
   notServedRetryMs?: number;
 }
 
-/** Whether two values built by a `transform` (plain data: objects, arrays, strings, numbers, booleans, null) are equal. */
-export function samePlain(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!samePlain(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const aKeys = Object.keys(a);
-  if (aKeys.length !== Object.keys(b).length) return false;
-  for (const key of aKeys) {
-    if (!Object.hasOwn(b, key) || !samePlain((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
-  }
-  return true;
-}
-
 /**
  * `next`, with what equals the held `known` taken from it: `known` itself when nothing changed, else, for an object,
  * `next` with each top-level field equal to `known`'s replaced by `known`'s (a pod whose phase changed keeps its fact
@@ -78,12 +61,12 @@ export function samePlain(a: unknown, b: unknown): boolean {
  */
 export function keepUnchanged<F>(known: F | undefined, next: F): F {
   if (known === undefined) return next;
-  if (samePlain(known, next)) return known;
+  if (isDeepStrictEqual(known, next)) return known;
   if (typeof known !== 'object' || typeof next !== 'object' || known === null || next === null || Array.isArray(next)) return next;
   const merged = { ...next } as Record<string, unknown>;
   for (const key of Object.keys(merged)) {
     const held = (known as Record<string, unknown>)[key];
-    if (held !== undefined && samePlain(held, merged[key])) merged[key] = held;
+    if (held !== undefined && isDeepStrictEqual(held, merged[key])) merged[key] = held;
   }
   return merged as F;
 }
