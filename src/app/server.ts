@@ -25,6 +25,7 @@ import { createPriceTable, DEFAULT_PRICES } from '../budgets/prices.js';
 import { GEMINI_PRICES, upstreamPriceTables } from '../budgets/upstream-prices.js';
 import { GatewayRules } from '../budgets/gateway-rules.js';
 import { REDACTED_LOG_PATHS, buildApp, type GatewayRuntime } from './app.js';
+import { governHeapGrowth } from './heap-growth.js';
 import { createMetrics, registerAuditExportMetrics } from './metrics.js';
 import { loadTls } from './listener.js';
 import { startTracing } from './tracing.js';
@@ -158,6 +159,10 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
   let report = (err: Error): void => void early.push(err);
   const onError = (err: Error): void => report(err);
   try {
+    // The old generation's growth by heap size (heap-growth.ts): V8's own for a replica serving calls, held to 10%
+    // while parked calls or a large cluster's index fill hundreds of MB.
+    const releaseHeapGrowth = governHeapGrowth();
+    stoppers.push(async () => releaseHeapGrowth());
     let migrationsApplied: string[] = [];
     if (config.migrations === 'auto') migrationsApplied = await migrate(db);
     else if (!(await schemaCurrent(db))) {

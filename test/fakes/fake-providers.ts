@@ -79,8 +79,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
+  // Sized, as the providers send a whole JSON answer.
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
 }
 
 function sse(res: ServerResponse, events: readonly { event?: string; data: unknown }[]): void {

@@ -33,8 +33,14 @@ export function upstreamHeaders(client: IncomingHttpHeaders, credential: Record<
   return { ...out, ...credential };
 }
 
-export function downstreamHeaders(upstream: IncomingHttpHeaders): Record<string, string | string[]> {
+/**
+ * The answer's headers for the client. `sameBody`: the body goes to the client byte for byte, so the upstream's
+ * content-length holds and is kept (the client then reads a sized body instead of a chunked one; a body cut short
+ * is still an error for it). A body Reins rewrites gets its own framing.
+ */
+export function downstreamHeaders(upstream: IncomingHttpHeaders, sameBody = false): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  if (sameBody && upstream['content-length'] !== undefined) out['content-length'] = upstream['content-length'];
   const connectionListed = listedInConnection(upstream.connection);
   for (const [name, value] of Object.entries(upstream)) {
     if (value === undefined) continue;

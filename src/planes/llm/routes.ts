@@ -358,7 +358,7 @@ export class LlmGateway<C = GatewayCaller> {
       answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8'), ''));
       return;
     }
-    if (!held) res.writeHead(status, downstreamHeaders(answer.headers));
+    if (!held) res.writeHead(status, downstreamHeaders(answer.headers, true));
     if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
     answerBody.pipe(res);
   }

@@ -43,6 +43,15 @@ describe('LLM gateway: edges of the data path', () => {
     assert.equal(h.fake.abandoned, abandonedBefore + 1, 'the upstream connection was closed');
   });
 
+  test("a sized answer reaches the client with the upstream's content-length, not re-framed as chunked", async () => {
+    const r = await fetch(`${h.url}/llm/openai/v1/chat/completions`, { method: 'POST', headers: auth, body: JSON.stringify({ model: 'gpt-fake', messages: [] }) });
+    assert.equal(r.status, 200);
+    const bytes = Buffer.from(await r.arrayBuffer());
+    assert.equal(r.headers.get('content-length'), String(bytes.length));
+    assert.equal(r.headers.get('transfer-encoding'), null);
+    assert.ok(JSON.parse(bytes.toString('utf8')).choices, 'the completion, whole');
+  });
+
   test('a body over 32 MiB is a 413 in the provider shape, never forwarded', async () => {
     const hits = h.fake.hits.length;
     const r = await fetch(`${h.url}/llm/openai/v1/chat/completions`, { method: 'POST', headers: auth, body: 'x'.repeat(32 * 1024 * 1024 + 1) });
