@@ -198,6 +198,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
 const ALLOW: GatewayDecision = Object.freeze({ outcome: 'allow' });
 
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
+  /** Each call's context from its decision to its end, deleted at the end (see newCallContext). */
   private readonly contexts = new WeakMap<Call, Context>();
   private readonly pipeline: GovernancePipeline<LlmGovernanceDeps>;
 
@@ -228,6 +229,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   completed(call: Call, result: CallResult): void {
     // A call completed without a decision (none expected) is still recorded, as decided by nothing.
     const ctx = this.contexts.get(call) ?? newCallContext(LLM_PLANE, call, call.caller);
+    this.contexts.delete(call); // at once, not left to the WeakMap: see newCallContext
     // Azure: the deployment's model, as the answer names it, is what the call is priced (and its end recorded) as.
     const answerModel = PROVIDERS[call.provider].priceByResponseModel && result.responseModel !== undefined ? result.responseModel : null;
     // The model the answer names (Azure: the deployment's model) prices the call when the list knows it.

@@ -208,6 +208,7 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
   completed(call: McpToolCall<GovernedCaller>, result: McpCallResult): void {
     const ctx = this.contexts.get(call);
     if (!ctx) return;
+    this.contexts.delete(call); // at once, not left to the WeakMap: see newCallContext
     recordEnd(ctx, this.plane, {
       status: result.status,
       end: result.end === 'gateway_error' ? 'upstream_unreachable' : result.end,
@@ -242,6 +243,7 @@ export class EgressGovernance implements EgressHooks<GovernedCaller> {
   completed(request: EgressRequest<GovernedCaller>, result: EgressResult): void {
     const ctx = this.contexts.get(request);
     if (!ctx) return;
+    this.contexts.delete(request); // at once, not left to the WeakMap: see newCallContext
     recordEnd(ctx, this.plane, result);
   }
 }

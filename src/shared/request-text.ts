@@ -111,10 +111,15 @@ const bodyTexts = new WeakMap<object, string>();
 
 /**
  * The JSON text a sensor route's body was parsed from (undefined for other routes): the ingest stores a report's
- * items from it rather than serialising the parsed items again (runtime-guard/ingest.ts).
+ * items from it rather than serialising the parsed items again (runtime-guard/ingest.ts). Taken, not read: the entry
+ * is deleted at once, since V8's young collector keeps a long-lived WeakMap's entries (and a report's text is large)
+ * until a full collection.
  */
 export function jsonTextOf(body: unknown): string | undefined {
-  return body !== null && typeof body === 'object' ? bodyTexts.get(body) : undefined;
+  if (body === null || typeof body !== 'object') return undefined;
+  const text = bodyTexts.get(body);
+  bodyTexts.delete(body);
+  return text;
 }
 
 /** The JSON body parser and the query and path checks, for every route but the data plane's (own error shapes). */
