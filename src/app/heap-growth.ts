@@ -1,12 +1,14 @@
 /**
  * How far the heap may grow past what a full collection left before V8 collects again, chosen by how big the heap is.
  *
- * A replica serving calls has a small heap (~60 MB, most of it code) and allocates fast: with V8's own growth it
- * collects the old generation every few seconds, and each full collection on a busy core stalls calls for tens of ms.
- * A replica holding tens of thousands of parked calls, or the runtime guard's index of a large cluster, has a heap of
- * hundreds of MB: with V8's own growth it overshoots by as much again before collecting (50,000 parked calls: 1,086 MB
- * resident against 858 MB held to 10% growth). So the growth is held to `CONSERVATIVE_PERCENT` while the used heap
- * is above `LARGE_HEAP_BYTES`, and left to V8 below three quarters of it (the gap keeps it from flapping).
+ * A replica serving calls has a small heap (~60 MB, most of it code) and allocates fast: V8's own growth (up to 4x
+ * for a small heap) keeps its full collections rare, and each one on a busy core stalls calls for tens of ms. A
+ * replica holding tens of thousands of parked calls, or the runtime guard's index of a large cluster, has a heap of
+ * hundreds of MB: with V8's own growth it overshoots by as much again before collecting (50,000 parked calls:
+ * 1,106 MB resident, over the 1 GB target; 938 MB held to 25%). So while the used heap is above `LARGE_HEAP_BYTES`
+ * the growth is held to `CONSERVATIVE_PERCENT`, with one full collection when that starts (the last limit was set
+ * under V8's own growth while the heap was small), and V8's own growth comes back below three quarters of it (the
+ * gap keeps it from flapping).
  *
  * V8 reads `--heap-growing-percent` each time it sets the next limit (after a full collection), so changing it at
  * run time takes effect from the next collection; Node leaves V8's flags writable for `v8.setFlagsFromString`. The
