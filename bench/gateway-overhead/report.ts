@@ -56,6 +56,12 @@ export interface TargetSummary {
   max: { rps: number; vsBare: number | null; p50: number; p99: number } | null;
   /** Target process CPU per answered request in the max-throughput job, µs. */
   cpuUsPerRequest: number | null;
+  /**
+   * The same at the paced rate, µs: every target at the same load. A process's CPU per request falls as its load
+   * rises (more calls share each wake-up and system call), so at their own maxima a slower gateway is compared at a
+   * lower load than the bare proxy; at the paced rate both serve the same calls per second.
+   */
+  cpuUsPerRequestPaced: number | null;
 }
 
 export interface Check {
@@ -97,7 +103,10 @@ export function summarize(records: TargetRecord[], pooled: Pooled): TargetSummar
     .map((rec) => {
       const isDirect = rec.name === 'direct';
       const max = rec.rounds.max;
-      const cpu = max.filter((r) => r.targetCpuMs !== null && r.ok + r.warmupOk > 0).map((r) => (r.targetCpuMs! * 1000) / (r.ok + r.warmupOk));
+      const cpuPer = (rounds: RoundResult[]) =>
+        rounds.filter((r) => r.targetCpuMs !== null && r.ok + r.warmupOk > 0).map((r) => (r.targetCpuMs! * 1000) / (r.ok + r.warmupOk));
+      const cpu = cpuPer(max);
+      const cpuPaced = cpuPer(rec.rounds.paced);
       const paced = latencyFigures(rec.rounds.paced, pooled.get(rec.name)?.paced, isDirect ? null : directPaced);
       return {
         name: rec.name,
@@ -114,6 +123,7 @@ export function summarize(records: TargetRecord[], pooled: Pooled): TargetSummar
                 p99: median(max.map((r) => r.latency?.p99 ?? Number.NaN)),
               },
         cpuUsPerRequest: cpu.length > 0 ? median(cpu) : null,
+        cpuUsPerRequestPaced: cpuPaced.length > 0 ? median(cpuPaced) : null,
       };
     });
 }
@@ -174,6 +184,13 @@ function ratioChecks(checks: Check[], reins: TargetSummary, ref: TargetSummary |
     (r, b) => r <= b * LIMITS.cpuVsBare,
     (r, b) => `${int(r)} vs ${int(b)} µs (${(r / b).toFixed(2)}x)`,
   );
+  against(
+    `CPU per request at ${rate} requests/s (the same load) <= ${LIMITS.cpuVsBare}x ${whose}`,
+    reins.cpuUsPerRequestPaced,
+    ref?.cpuUsPerRequestPaced,
+    (r, b) => r <= b * LIMITS.cpuVsBare,
+    (r, b) => `${int(r)} vs ${int(b)} µs (${(r / b).toFixed(2)}x)`,
+  );
 }
 
 /** How far each governed floor alone is from the bare proxy: why the targets against bare are out of reach. */
@@ -185,6 +202,9 @@ export function floorWhy(summaries: TargetSummary[]): string[] {
     .map(
       (f) =>
         `${f.label}: CPU per request ${int(f.cpuUsPerRequest)} vs ${int(bare.cpuUsPerRequest)} µs (${(f.cpuUsPerRequest! / bare.cpuUsPerRequest!).toFixed(2)}x bare's), ` +
+        (f.cpuUsPerRequestPaced && bare.cpuUsPerRequestPaced
+          ? `at the paced rate ${int(f.cpuUsPerRequestPaced)} vs ${int(bare.cpuUsPerRequestPaced)} µs (${(f.cpuUsPerRequestPaced / bare.cpuUsPerRequestPaced).toFixed(2)}x), `
+          : '') +
         `max throughput ${pct(f.max!.rps / bare.max!.rps)} of bare's, added p50 sequential ${ms(f.sequential?.addedP50)} vs ${ms(bare.sequential?.addedP50)} ms`,
     );
 }
@@ -237,6 +257,7 @@ const HEADER = [
   'max req/s',
   'vs bare',
   'CPU µs/req',
+  'CPU µs/req @rate',
 ];
 
 function row(s: TargetSummary): string[] {
@@ -253,6 +274,7 @@ function row(s: TargetSummary): string[] {
     int(s.max?.rps),
     pct(s.max?.vsBare),
     int(s.cpuUsPerRequest),
+    int(s.cpuUsPerRequestPaced),
   ];
 }
 

@@ -566,7 +566,8 @@ function markdown(
       `Sequential: one connection, ${s.seqRequests} requests per round after ${s.seqWarmup} warm-up. ` +
       `@${s.rate}/s: open-loop, ${s.rate} requests/s evenly spaced over up to ${s.pacedConnections} connections, ${s.pacedS} s per round after ${s.pacedWarmupS} s warm-up. ` +
       `Max: autocannon, ${s.maxConnections} connections, ${s.maxS} s per round after ${s.maxWarmupS} s warm-up. ` +
-      'CPU µs/req: CPU time of the target\'s own process per answered request during the max-throughput job.',
+      'CPU µs/req: CPU time of the target\'s own process per answered request during the max-throughput job (each at its own maximum); ' +
+      `CPU µs/req @${s.rate}/s: the same during the paced job, every target at the same load.`,
     '',
     markdownTable(summaries, s.rate),
     '',
