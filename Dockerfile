@@ -64,4 +64,4 @@ USER 1000:1000
 EXPOSE 8080 8081 9090
 # `npm start`'s command (package.json "start"), without npm: signals reach Node directly, and npm writes nothing.
 # No HEALTHCHECK: Kubernetes probes /healthz and /readyz.
-CMD ["node", "--heap-growing-percent=10", "dist/main.js"]
+CMD ["node", "dist/main.js"]

@@ -7,7 +7,7 @@
  * (the command's dist/main.js is src/main.ts built). PostgreSQL only: the manifests run on PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -47,6 +47,9 @@ function containerOf(objects: K8sObject[], secret: Record<string, string>, dir: 
   const command: string[] = container.command;
   assert.equal(command[0], 'node');
   assert.equal(command.at(-1), 'dist/main.js');
+  // npm start's command, without npm (as the image's CMD): the two must not drift apart.
+  const start = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  assert.deepEqual(command, start.split(' '), "the container's command is npm start's");
   for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) assert.equal(probe.httpGet.port, 'http');
   assert.equal(container.ports.find((p: any) => p.name === 'http').containerPort, Number(env.PORT));
   env.PORT = '0';
