@@ -108,6 +108,17 @@ function refuse(res: import('node:http').ServerResponse, status: number, message
 }
 
 const server = createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/__audited') {
+    // The runner's check that the floor did its work: the audit rows it wrote, after writing what is queued.
+    void flush()
+      .then(() => db.query('SELECT count(*)::int AS n FROM floor_audit'))
+      .then((r) => {
+        const n = (r as { rows: { n: number }[] }).rows[0]!.n;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ rows: n }));
+      });
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {

@@ -486,6 +486,16 @@ async function main(): Promise<number> {
       else if (Math.abs(audited - calls) > inFlightAtStop) warnings.push(`${reinsRun.record.name}: ${line}: more apart than aborted calls explain`);
     }
 
+    // The floors, too, must have done their work: two audit rows for every call they forwarded.
+    for (const floorRun of runs.filter((r) => r.target !== null && r.record.name.startsWith('floor'))) {
+      await delay(100);
+      const origin = new URL(floorRun.target!.url).origin;
+      const rows = ((await (await fetch(`${origin}/__audited`)).json()) as { rows: number }).rows;
+      const line = `audit: ${rows} rows for ${floorRun.forwarded} calls the floor forwarded to the upstream (two a call: the decision and the end)`;
+      floorRun.record.notes.push(line);
+      if (Math.abs(rows - 2 * floorRun.forwarded) > 2 * inFlightAtStop) warnings.push(`${floorRun.record.name}: ${line}: more apart than aborted calls explain`);
+    }
+
     const records = runs.map((r) => r.record);
     const summaries = summarize(records, pooled);
     for (const t of summaries) {
