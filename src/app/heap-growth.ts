@@ -47,7 +47,7 @@ let collector: (() => void) | null = null;
 /**
  * One full collection now. V8 sets the next limit only after a full collection, and the last one ran while the heap
  * was small, under V8's own growth (up to 4x for a small heap): without this the heap would fill that limit first.
- * `--expose-gc` set at run time installs `gc` in contexts made after it (Node's documented use of setFlagsFromString).
+ * `--expose-gc` set at run time installs `gc` in the contexts made after it, such as the one made here.
  */
 function collectNow(): void {
   if (!collector) {
@@ -69,7 +69,7 @@ function check(): void {
   apply(nextMode(mode, getHeapStatistics().used_heap_size, threshold));
 }
 
-/** The current mode (for tests and the metrics of a curious operator). */
+/** The current mode (tests). */
 export function heapGrowthMode(): Mode {
   return mode;
 }
