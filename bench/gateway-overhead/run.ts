@@ -594,6 +594,7 @@ function markdown(
     for (const r of caveated) for (const c of r.caveats) lines.push(`- ${r.label}: ${c}`);
     lines.push('');
   }
+  const why = floorWhy(summaries);
   if (checks.length > 0) {
     lines.push(
       '## Targets (issue: bench/gateway-overhead)',
@@ -602,8 +603,8 @@ function markdown(
         "the governed floor of the same store (the bare proxy plus only the work any gateway that governs and audits every call must do: " +
         'bench/gateway-overhead/README.md, "Why the floor"). The rest compare with Portkey.',
       '',
-      ...floorWhy(summaries).map((l) => `- Why: ${l}.`),
-      ...(floorWhy(summaries).length > 0 ? [''] : []),
+      ...why.map((l) => `- Why: ${l}.`),
+      ...(why.length > 0 ? [''] : []),
       '| Reins | target | figure | result |',
       '| --- | --- | --- | --- |',
     );

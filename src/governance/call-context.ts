@@ -197,12 +197,28 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
 }
 
 /**
- * A new call's context. The planes keep it in a WeakMap keyed by the call from the decision to the end, and delete
- * it at the end rather than leave that to the map: V8's young-generation collector keeps every entry of a WeakMap
- * that lives in the old generation, so an entry left there survives each young collection until a full one. Left
- * to the map, about 7 KB of every call (its context, body and request objects) reached the old generation and
- * brought on a full collection every few seconds at 1,000 calls/s (bench/gateway-overhead/README.md).
+ * Each call's context from its decision to its end, keyed by the call; every plane keeps one. The end forgets the
+ * entry at once rather than leave that to the WeakMap: V8's young-generation collector keeps every entry of a WeakMap
+ * that lives in the old generation, so an entry left there survives each young collection until a full one. Left to
+ * the map, about 7 KB of every call (its context, body and request objects) reached the old generation and brought on
+ * a full collection every few seconds at 1,000 calls/s (bench/gateway-overhead/README.md). Still a WeakMap, so that a
+ * call that never ends (an exception in a plane) does not keep its context.
  */
+export class CallContexts<K extends object, C> {
+  private readonly byCall = new WeakMap<K, C>();
+
+  begin(call: K, ctx: C): void {
+    this.byCall.set(call, ctx);
+  }
+
+  /** The call's context, forgotten: a call ends once. */
+  end(call: K): C | undefined {
+    const ctx = this.byCall.get(call);
+    this.byCall.delete(call);
+    return ctx;
+  }
+}
+
 export function newCallContext<Call, D extends PipelineDeps>(plane: PlaneSpec<Call, D>, call: Call, caller: GovernedCaller): CallContext<Call, D> {
   return {
     plane,

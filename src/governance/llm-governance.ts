@@ -29,7 +29,7 @@ import { upstreamPrice } from '../budgets/upstream-prices.js';
 import { settleBudget } from '../budgets/budget-store.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { recordEnd } from './audit-record.js';
-import { newCallContext, type CallContext, type PlaneSpec, type StepResult } from './call-context.js';
+import { CallContexts, newCallContext, type CallContext, type PlaneSpec, type StepResult } from './call-context.js';
 import { resolveCaller, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import { GovernancePipeline } from './pipeline.js';
@@ -198,8 +198,7 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
 const ALLOW: GatewayDecision = Object.freeze({ outcome: 'allow' });
 
 export class LlmGovernance implements GatewayHooks<GovernedCaller> {
-  /** Each call's context from its decision to its end, deleted at the end (see newCallContext). */
-  private readonly contexts = new WeakMap<Call, Context>();
+  private readonly contexts = new CallContexts<Call, Context>();
   private readonly pipeline: GovernancePipeline<LlmGovernanceDeps>;
 
   constructor(private readonly deps: LlmGovernanceDeps) {
@@ -213,7 +212,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   async decide(call: Call, events?: DecideEvents): Promise<GatewayDecision> {
     const ctx = newCallContext(LLM_PLANE, call, call.caller);
     ctx.beforeHold = events?.onHeld;
-    this.contexts.set(call, ctx);
+    this.contexts.begin(call, ctx);
     const run = this.pipeline.run(ctx);
     const decided = run instanceof Promise ? await run : run;
     const refusal = decided.refusal;
@@ -228,8 +227,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
 
   completed(call: Call, result: CallResult): void {
     // A call completed without a decision (none expected) is still recorded, as decided by nothing.
-    const ctx = this.contexts.get(call) ?? newCallContext(LLM_PLANE, call, call.caller);
-    this.contexts.delete(call); // at once, not left to the WeakMap: see newCallContext
+    const ctx = this.contexts.end(call) ?? newCallContext(LLM_PLANE, call, call.caller);
     // Azure: the deployment's model, as the answer names it, is what the call is priced (and its end recorded) as.
     const answerModel = PROVIDERS[call.provider].priceByResponseModel && result.responseModel !== undefined ? result.responseModel : null;
     // The model the answer names (Azure: the deployment's model) prices the call when the list knows it.

@@ -13,7 +13,7 @@ import { NO_GRANTS, type CallerGrants } from '../approvals/grants.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from '../planes/egress/types.js';
 import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from '../planes/mcp/types.js';
 import { recordEnd } from './audit-record.js';
-import { newCallContext, type CallContext, type PipelineDeps, type PlaneSpec } from './call-context.js';
+import { CallContexts, newCallContext, type CallContext, type PipelineDeps, type PlaneSpec } from './call-context.js';
 import { callerSections, resolveCallerNow, type GovernedCaller } from './caller.js';
 import { GovernancePipeline } from './pipeline.js';
 import { auditRoomStep } from './steps/audit-room-step.js';
@@ -171,7 +171,7 @@ export class PlaneGovernance extends GovernancePipeline<PlaneGovernanceDeps> {
 
 /** The MCP proxy's hooks (planes/mcp/types.ts), filled in by the plane's governance. */
 export class McpGovernance implements McpHooks<GovernedCaller> {
-  private readonly contexts = new WeakMap<McpToolCall<GovernedCaller>, CallContext<McpCallFacts>>();
+  private readonly contexts = new CallContexts<McpToolCall<GovernedCaller>, CallContext<McpCallFacts>>();
 
   constructor(
     private readonly plane: PlaneGovernance,
@@ -197,7 +197,7 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
         onHeld.call(events, { entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt, leave: () => void entry.leave() });
       };
     }
-    this.contexts.set(call, ctx);
+    this.contexts.begin(call, ctx);
     const run = this.plane.run(ctx);
     const decided = run instanceof Promise ? await run : run;
     if (decided.refusal) return { outcome: 'deny', message: decided.refusal.message };
@@ -206,9 +206,8 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
   }
 
   completed(call: McpToolCall<GovernedCaller>, result: McpCallResult): void {
-    const ctx = this.contexts.get(call);
+    const ctx = this.contexts.end(call);
     if (!ctx) return;
-    this.contexts.delete(call); // at once, not left to the WeakMap: see newCallContext
     recordEnd(ctx, this.plane, {
       status: result.status,
       end: result.end === 'gateway_error' ? 'upstream_unreachable' : result.end,
@@ -222,7 +221,7 @@ const ALLOW: EgressDecision = Object.freeze({ outcome: 'allow' });
 
 /** The egress proxy's hooks (planes/egress/types.ts), filled in by the plane's governance. */
 export class EgressGovernance implements EgressHooks<GovernedCaller> {
-  private readonly contexts = new WeakMap<EgressRequest<GovernedCaller>, CallContext<EgressFacts>>();
+  private readonly contexts = new CallContexts<EgressRequest<GovernedCaller>, CallContext<EgressFacts>>();
 
   constructor(private readonly plane: PlaneGovernance) {}
 
@@ -234,16 +233,15 @@ export class EgressGovernance implements EgressHooks<GovernedCaller> {
   decide(request: EgressRequest<GovernedCaller>): EgressDecision | Promise<EgressDecision> {
     const facts: EgressFacts = { host: canonicalHost(request.host), port: request.port, scheme: request.scheme, method: request.method };
     const ctx = newCallContext(EGRESS_PLANE, facts, request.caller);
-    this.contexts.set(request, ctx);
+    this.contexts.begin(request, ctx);
     const run = this.plane.run(ctx);
     const deps = this.plane.deps;
     return run instanceof Promise ? run.then((c) => decision(c, deps)) : decision(run, deps);
   }
 
   completed(request: EgressRequest<GovernedCaller>, result: EgressResult): void {
-    const ctx = this.contexts.get(request);
+    const ctx = this.contexts.end(request);
     if (!ctx) return;
-    this.contexts.delete(request); // at once, not left to the WeakMap: see newCallContext
     recordEnd(ctx, this.plane, result);
   }
 }
