@@ -119,12 +119,32 @@ export class CredentialCache {
     return credential;
   }
 
+  /** Checks asked for and not yet sent, by token and agent: the callers that ask before it leaves share it. */
+  private readonly unsentChecks = new Map<string, Promise<string | null>>();
+
   /**
    * Why a caller that was accepted earlier may no longer act, read from the store (not the cache): its token was
    * revoked or expired, or its identity or its agent was deleted since. Null when it still may. Asked once more
    * before a held call is sent upstream, since minutes or hours may have passed while it waited.
+   *
+   * A person who releases many of one agent's calls at once wakes them together; each asks this. The asks of one
+   * turn of the event loop share one read, sent after the last of them: the answer is read after every one of
+   * them asked, so none is answered from before its own ask (a read already sent is never shared).
    */
-  async revokedSince(tokenId: string, agentId: string): Promise<string | null> {
+  revokedSince(tokenId: string, agentId: string): Promise<string | null> {
+    const key = `${tokenId}\u0000${agentId}`;
+    let check = this.unsentChecks.get(key);
+    if (check === undefined) {
+      check = new Promise<void>((sent) => setImmediate(sent)).then(() => {
+        this.unsentChecks.delete(key);
+        return this.readRevoked(tokenId, agentId);
+      });
+      this.unsentChecks.set(key, check);
+    }
+    return check;
+  }
+
+  private async readRevoked(tokenId: string, agentId: string): Promise<string | null> {
     const r = await this.db.query<{ token_ok: boolean; agent_ok: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM tokens t JOIN identities i ON i.id = t.identity_id
                        WHERE t.id = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())) AS token_ok,
