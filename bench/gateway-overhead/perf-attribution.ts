@@ -1,0 +1,211 @@
+/**
+ * Where a gateway's CPU per request goes, compared between gateways: Linux `perf` samples each one (all its
+ * threads) under the same load, and every sample is charged to the first JavaScript function on its stack (the
+ * function that called into V8's builtins, the runtime, the kernel or the garbage collector), as µs per request.
+ *
+ *   node --import tsx bench/gateway-overhead/perf-attribution.ts [--targets reins-pg,floor] [--rate N | --max]
+ *        [--seconds S] [--top N] [--out DIR] [--no-build]
+ *
+ * Targets: bare, floor, floor-pglite, reins, reins-pg (run.ts's names). Each runs alone on CPU 1 with the fake upstream
+ * and the load generator on CPU 0, one after the other: 3 s of load unmeasured, then `--seconds` (default 8) of load
+ * with `perf record -F 4000 -g` attached; the gateway's own CPU time over the window comes from /proc. The load is
+ * paced at `--rate` requests/s (default 1,000: every target at the same load) or, with `--max`, autocannon's 50
+ * connections. Printed per target: CPU µs per request (/proc), perf's µs per request, and the functions that cost
+ * most; with two or more targets, the first's figure minus each other's, function by function: what the first
+ * spends that the other does not. `--out DIR` keeps perf's data and the tables.
+ *
+ * Why perf and not V8's profiler (run.ts `--cpu-prof`): V8's sampler runs on the wall clock and an in-process
+ * thread, so a sample taken while the process waits to be scheduled (a socket write that woke a process on this
+ * core) is charged to that write, and its own cost grows with the stack depth (Reins' 170 µs a request read as
+ * 380 µs under it). perf samples CPU time only, from the kernel, at a cost of a few percent. `--perf-basic-prof`
+ * makes Node write the names of its compiled functions for perf to read. Needs `perf` (Debian's linux-perf) and
+ * the right to profile a process (root, or kernel.perf_event_paranoid <= 1).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createBenchDatabase } from './bench-database.js';
+import type { LoadJob, LoadResult } from './load.js';
+import type { Target } from './payloads.js';
+import { JobChild, REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
+import { setUpReins } from './reins-setup.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '../..');
+const TSX = ['--import', 'tsx'];
+const PERF_HZ = 4000;
+const NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
+type Name = (typeof NAMES)[number];
+
+const { values: args } = parseArgs({
+  options: {
+    targets: { type: 'string', default: 'reins-pg,floor' },
+    rate: { type: 'string', default: '1000' },
+    max: { type: 'boolean', default: false },
+    seconds: { type: 'string', default: '8' },
+    top: { type: 'string', default: '40' },
+    out: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+  },
+});
+
+const targets = args.targets.split(',').map((t) => t.trim()) as Name[];
+for (const t of targets) if (!NAMES.includes(t)) throw new Error(`--targets: unknown target "${t}" (one of ${NAMES.join(', ')})`);
+const seconds = Number(args.seconds);
+const rate = Number(args.rate);
+if (!(seconds > 0)) throw new Error('--seconds must be a positive number');
+if (!args.max && !(rate > 0)) throw new Error('--rate must be a positive number of requests per second');
+try {
+  execFileSync('perf', ['--version'], { stdio: 'ignore' });
+} catch {
+  throw new Error('perf is not installed (Debian: apt-get install linux-perf)');
+}
+const pin = canPin();
+const CPU = { gateway: pin ? 1 : null, rest: pin ? 0 : null };
+const out = args.out ? resolve(args.out) : mkdtempSync(join(tmpdir(), 'perf-attribution-'));
+mkdirSync(out, { recursive: true });
+
+if (targets.some((t) => t.startsWith('reins')) && !args['no-build']) {
+  process.stderr.write('building dist/ …\n');
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+}
+
+interface Measured {
+  name: Name;
+  requests: number;
+  cpuUsPerRequest: number;
+  /** µs per request charged to each first JavaScript frame (or "(no JavaScript)"), from perf's samples. */
+  byFunction: Map<string, number>;
+  perfUsPerRequest: number;
+}
+
+/** Every sample charged to the first JavaScript function on its stack, leaf first; µs per request. */
+function attribute(script: string, requests: number): Map<string, number> {
+  const perSample = 1e6 / PERF_HZ / requests;
+  const by = new Map<string, number>();
+  for (const block of script.split(/\n\s*\n/)) {
+    const frames = block
+      .split('\n')
+      .map((l) => l.trim().replace(/^[0-9a-f]+ /, ''))
+      .filter((l) => l !== '');
+    if (frames.length === 0) continue;
+    const js = frames.find((f) => f.startsWith('JS:'));
+    const name = js === undefined ? '(no JavaScript on the stack: GC helpers, libuv, the kernel alone)' : tidy(js);
+    by.set(name, (by.get(name) ?? 0) + perSample);
+  }
+  return by;
+}
+
+/** `JS:*call file:///…/dist/planes/llm/routes.js:152:15` → `call dist/planes/llm/routes.js:152`. */
+function tidy(frame: string): string {
+  return frame
+    .replace(/^JS:[*^~+]?/, '')
+    .replace(`file://${ROOT}/`, '')
+    .replace(`${ROOT}/node_modules/`, '')
+    .replace(`${ROOT}/`, '')
+    .replace(/:(\d+):\d+$/, ':$1')
+    .trim();
+}
+
+async function startTarget(name: Name, upstream: string, children: Child[], cleanups: (() => Promise<void>)[]): Promise<{ pid: number; target: Target }> {
+  const perfMap = ['--perf-basic-prof'];
+  if (name === 'bare') {
+    const s = await startServer(name, [...perfMap, ...TSX, join(HERE, 'bare-proxy.ts'), upstream], { cpu: CPU.gateway });
+    children.push(s.child);
+    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: 'Bearer sk-fake-bench-0000000000000000' } } };
+  }
+  if (name === 'floor' || name === 'floor-pglite') {
+    let store = 'memory';
+    if (name === 'floor') {
+      const db = await createBenchDatabase();
+      cleanups.push(db.drop);
+      store = db.url;
+    }
+    const key = `rk-floor-${randomBytes(16).toString('hex')}`;
+    const s = await startServer(name, [...perfMap, ...TSX, join(HERE, 'governed-floor.ts'), upstream, key, store], { cpu: CPU.gateway });
+    children.push(s.child);
+    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } } };
+  }
+  const admin = randomBytes(24).toString('hex');
+  const database: string[] = [];
+  if (name === 'reins-pg') {
+    const db = await createBenchDatabase();
+    cleanups.push(db.drop);
+    database.push(db.url);
+  }
+  const s = await startServer(name, [...REINS_NODE_FLAGS, ...perfMap, ...TSX, join(HERE, 'reins-server.ts'), upstream, admin, ...database], { cpu: CPU.gateway });
+  children.push(s.child);
+  const setup = await setUpReins(s.url, admin, { allowPartial: false });
+  return { pid: s.child.pid, target: setup.target };
+}
+
+function loadJob(target: Target, measuredSeconds: number, warmupSeconds: number): LoadJob {
+  return args.max
+    ? { kind: 'max', target, connections: 50, warmupSeconds, seconds: measuredSeconds }
+    : { kind: 'paced', target, rate, warmupSeconds, seconds: measuredSeconds, connections: 32 };
+}
+
+async function measure(name: Name): Promise<Measured> {
+  const children: Child[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    const upstream = await startServer('fake upstream', [...TSX, join(HERE, 'fake-upstream.ts')], { cpu: CPU.rest });
+    children.push(upstream.child);
+    const loader = new JobChild<LoadJob, LoadResult>('load generator', [...TSX, join(HERE, 'load.ts')], CPU.rest);
+    children.push(loader.child);
+    const { pid, target } = await startTarget(name, upstream.url, children, cleanups);
+    await loader.run(loadJob(target, 3, 1));
+    const data = join(out, `${name}.perf.data`);
+    const cpuBefore = processCpuMs(pid);
+    const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
+    const perfDone = new Promise<void>((done) => perf.once('exit', () => done()));
+    const result = await loader.run(loadJob(target, seconds, 0));
+    const cpuMs = processCpuMs(pid) - cpuBefore;
+    await perfDone;
+    // Node writes /tmp/perf-<pid>.map as it compiles; perf reads it to name the compiled functions.
+    const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+    const requests = result.ok;
+    const byFunction = attribute(script, requests);
+    let perfUs = 0;
+    for (const v of byFunction.values()) perfUs += v;
+    // Kept with --out, so that `perf report -i DIR/<target>.perf.data` can still name the functions.
+    if (!args.out) rmSync(`/tmp/perf-${pid}.map`, { force: true });
+    return { name, requests, cpuUsPerRequest: (cpuMs * 1000) / requests, byFunction, perfUsPerRequest: perfUs };
+  } finally {
+    for (const c of children.reverse()) await c.stop();
+    for (const c of cleanups) await c();
+  }
+}
+
+const top = Number(args.top);
+const lines: string[] = [];
+const say = (line: string) => {
+  lines.push(line);
+  process.stdout.write(`${line}\n`);
+};
+const results: Measured[] = [];
+for (const name of targets) {
+  process.stderr.write(`${name} …\n`);
+  const m = await measure(name);
+  results.push(m);
+  say(`\n${name}: ${m.requests} requests in ${seconds} s (${args.max ? 'max' : `${rate}/s paced`}); CPU ${m.cpuUsPerRequest.toFixed(1)} µs/request (/proc), perf ${m.perfUsPerRequest.toFixed(1)} µs/request`);
+  for (const [fn, us] of [...m.byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) say(`  ${us.toFixed(2).padStart(7)}  ${fn}`);
+}
+const [first, ...others] = results;
+for (const other of others) {
+  say(`\n${first!.name} minus ${other.name}: ${(first!.perfUsPerRequest - other.perfUsPerRequest).toFixed(1)} µs/request (perf), ${(first!.cpuUsPerRequest - other.cpuUsPerRequest).toFixed(1)} (/proc); by function (first, other):`);
+  const names = new Set([...first!.byFunction.keys(), ...other.byFunction.keys()]);
+  const rows = [...names].map((fn) => ({ fn, a: first!.byFunction.get(fn) ?? 0, b: other.byFunction.get(fn) ?? 0 }));
+  rows.sort((x, y) => y.a - y.b - (x.a - x.b));
+  for (const r of rows.slice(0, top)) say(`  ${(r.a - r.b).toFixed(2).padStart(7)}  (${r.a.toFixed(2)}, ${r.b.toFixed(2)})  ${r.fn}`);
+}
+if (args.out) {
+  writeFileSync(join(out, 'attribution.txt'), `${lines.join('\n')}\n`);
+  process.stderr.write(`perf data and attribution.txt in ${out}\n`);
+} else {
+  rmSync(out, { recursive: true, force: true });
+}
