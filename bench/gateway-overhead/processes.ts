@@ -180,6 +180,33 @@ export class JobChild<Job, Result> {
 }
 
 /**
+ * How fast this machine is now, as the milliseconds a fixed single-threaded workload takes in a fresh Node process
+ * (JSON round trips of a 200-item array, a SHA-256 of 64 MiB, a regular expression over 1 MB; the best of three).
+ * Absolute figures (a held call's release p99, an answer's latency) scale with it: the 2-vCPU machines these benches
+ * run on have differed by 1.5-2x between sessions, so two runs' absolute figures compare only next to their speeds.
+ */
+export function machineSpeedMs(): number {
+  const work = `
+    const { createHash } = require('node:crypto');
+    const item = (i) => ({ id: 'item-' + i, n: i, text: 'the quick brown fox jumps over the lazy dog ' + i, tags: ['a', 'b', String(i)] });
+    const doc = { items: Array.from({ length: 200 }, (_, i) => item(i)) };
+    const big = Buffer.alloc(64 << 20, 7);
+    const text = 'abc123 '.repeat(150000);
+    let best = Infinity;
+    for (let round = 0; round < 3; round++) {
+      const t = process.hrtime.bigint();
+      let n = 0;
+      for (let i = 0; i < 1500; i++) n += JSON.parse(JSON.stringify(doc)).items.length;
+      createHash('sha256').update(big).digest();
+      n += (text.match(/[a-z]+\\d+/g) || []).length;
+      best = Math.min(best, Number(process.hrtime.bigint() - t) / 1e6);
+      if (n === 0) throw new Error('no work');
+    }
+    process.stdout.write(String(best));`;
+  return Math.round(Number(execFileSync(process.execPath, ['-e', work], { encoding: 'utf8' })));
+}
+
+/**
  * What a benchmark's results say about where they were measured: the machine, Node and OpenSSL, the load before
  * the run, the Reins commit (and whether src/ had uncommitted changes), and the given packages' versions.
  */
@@ -201,6 +228,8 @@ export function machineFacts(root: string, packages: string[]): Record<string, u
     node: process.version,
     openssl: process.versions.openssl,
     loadAverageAtStart: os.loadavg(),
+    /** machineSpeedMs() at the start: the time of a fixed workload, lower is faster. */
+    speedMs: machineSpeedMs(),
     /** The run's scheduling priority (nice), which every child inherits: a run under `nice -n -15` says so. */
     nice: os.getPriority(),
     reinsCommit: commit,

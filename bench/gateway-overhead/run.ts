@@ -562,7 +562,7 @@ function markdown(
     '',
     `${date}, ${info.cores} × ${info.cpuModel}, ${info.memoryGiB} GiB, ${info.kernel}, Node ${info.node}; Reins ${String(info.reinsCommit).slice(0, 12)}` +
       `${info.reinsSrcUncommittedChanges ? ' with uncommitted changes in src/' : ''}; Portkey ${versions['@portkey-ai/gateway']}, autocannon ${versions.autocannon}. ` +
-      `Run took ${elapsedS.toFixed(0)} s. Load average (1/5/15 min) at start ${loadText(info.loadAverageAtStart)}, at end ${loadText(os.loadavg())}${info.nice ? `; every process of the run at nice ${String(info.nice)}` : ''}: ` +
+      `Run took ${elapsedS.toFixed(0)} s. Machine speed ${String(info.speedMs)} ms (a fixed workload, lower is faster; processes.ts machineSpeedMs). Load average (1/5/15 min) at start ${loadText(info.loadAverageAtStart)}, at end ${loadText(os.loadavg())}${info.nice ? `; every process of the run at nice ${String(info.nice)}` : ''}: ` +
       'the machine is shared, so read the ratios to the bare proxy, which were measured side by side. ' +
       'How to run and what each figure means: bench/gateway-overhead/README.md.',
     '',

@@ -23,7 +23,7 @@ import { Pool } from 'undici';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
 import { COMPLETION_BODY } from '../gateway-overhead/payloads.js';
-import { type Child, delay, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
+import { type Child, delay, machineSpeedMs, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -129,6 +129,7 @@ function roundSummary(s: LatencySummary | null): LatencySummary | null {
 async function main(): Promise<void> {
   const started = Date.now();
   const loadAtStart = os.loadavg();
+  const speedMs = machineSpeedMs();
   const ulimitSoft = openFiles(process.pid);
   const admin = `bench-admin-${randomBytes(12).toString('hex')}`;
   const warnings: string[] = [];
@@ -443,6 +444,8 @@ async function main(): Promise<void> {
         kernel: os.release(),
         loadAverageAtStart: loadAtStart.map((l) => round(l, 2)),
         loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)),
+        /** machineSpeedMs() at the start: a fixed workload's time, lower is faster. */
+        speedMs,
       },
       versions: { node: process.version, postgres: (await dbClient.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version },
       settings: { n: N, replicaNodeFlags: REINS_NODE_FLAGS, clientConnections: connections, clientProtocol: http2 ? 'h2c' : 'http/1.1', streamsPerConnection: http2 ? STREAMS_PER_SESSION : 1, ulimitN: ulimitSoft, releaseConcurrency: CONCURRENCY, policy: POLICY },
@@ -488,7 +491,7 @@ async function main(): Promise<void> {
       `# bench/held-calls${args.quick ? ' (quick)' : ''}`,
       '',
       `${result.date}; ${result.machine.cpus} CPUs (${result.machine.cpuModel}), ${Math.round(result.machine.memoryMb / 1024)} GiB, Linux ${result.machine.kernel}, Node ${process.version}, ` +
-        `PostgreSQL ${result.versions.postgres}; load average (1/5/15 min) at start ${result.machine.loadAverageAtStart.join(' / ')}, at end ${result.machine.loadAverageAtEnd.join(' / ')} (a shared machine). ` +
+        `PostgreSQL ${result.versions.postgres}; machine speed ${result.machine.speedMs} ms (a fixed workload, lower is faster: bench/gateway-overhead/processes.ts machineSpeedMs); load average (1/5/15 min) at start ${result.machine.loadAverageAtStart.join(' / ')}, at end ${result.machine.loadAverageAtEnd.join(' / ')} (a shared machine). ` +
         `Two Reins replicas from dist/ (node ${REINS_NODE_FLAGS.length > 0 ? REINS_NODE_FLAGS.join(' ') : 'with no flags'}) on one fresh database; N=${N} distinct calls parked on A, released from B at concurrency ${CONCURRENCY}. ` +
         '`node --import tsx bench/held-calls/run.ts' + (args.quick ? ' --quick' : '') + '`; see bench/held-calls/README.md.',
       '',

@@ -631,7 +631,7 @@ function markdown(
     `${date}, ${info.cores} × ${info.cpuModel}, ${info.memoryGiB} GiB, ${info.kernel}, Node ${info.node} (OpenSSL ${info.openssl}); ` +
       `Reins ${String(info.reinsCommit).slice(0, 12)}${info.reinsSrcUncommittedChanges ? ' with uncommitted changes in src/' : ''}; ` +
       `@modelcontextprotocol/sdk ${versions['@modelcontextprotocol/sdk']}. Run took ${elapsedS.toFixed(0)} s. ` +
-      `Load average (1/5/15 min) at start ${loadText(info.loadAverageAtStart)}, at end ${loadText(os.loadavg())}${info.nice ? `; every process of the run at nice ${String(info.nice)}` : ''}: the machine is shared, so read Reins against the bare proxies measured beside it. ` +
+      `Machine speed ${String(info.speedMs)} ms (a fixed workload, lower is faster; bench/gateway-overhead/processes.ts machineSpeedMs). Load average (1/5/15 min) at start ${loadText(info.loadAverageAtStart)}, at end ${loadText(os.loadavg())}${info.nice ? `; every process of the run at nice ${String(info.nice)}` : ''}: the machine is shared, so read Reins against the bare proxies measured beside it. ` +
       'How to run and what each figure means: bench/planes-overhead/README.md.',
     '',
     PIN

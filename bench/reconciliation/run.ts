@@ -27,7 +27,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { PostgresDb } from '../../src/store/postgres.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { summarize, type LatencySummary } from '../gateway-overhead/load.js';
-import { type Child, delay, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
+import { type Child, delay, machineSpeedMs, processCpuMs, REINS_NODE_FLAGS, startServer } from '../gateway-overhead/processes.js';
 import { auditEvents, buildModel, DEFAULT_OBSERVATIONS, NODES, PODS_PER_WORKLOAD, reportBody, rng, seedKube, WORKLOADS } from './cluster-model.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -128,6 +128,7 @@ async function storeFloor(nodes: number, reportAt: (n: number, slice: number, ra
 async function main(): Promise<void> {
   const admin = `bench-admin-${randomBytes(12).toString('hex')}`;
   const loadBefore = os.loadavg()[0]!;
+  const speedMs = machineSpeedMs();
   log('building Reins (tsc -p tsconfig.build.json)…');
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
@@ -334,7 +335,7 @@ async function main(): Promise<void> {
     const rows = afterIngest.body.rows as Array<{ bypassedDestinations: number; m: number; n: number }>;
     const summary = {
       at: new Date().toISOString(),
-      machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${(await db.query('SELECT version()')).rows[0].version.split(' on ')[0]}`,
+      machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${(await db.query('SELECT version()')).rows[0].version.split(' on ')[0]}; machine speed ${speedMs} ms (a fixed workload, lower is faster: bench/gateway-overhead/processes.ts machineSpeedMs)`,
       observations: { requested: OBSERVATIONS, stored, reports, reportSize: REPORT_SIZE, senders: SENDERS, refused: failed },
       workloads: WORKLOADS,
       pods: WORKLOADS * PODS_PER_WORKLOAD,
