@@ -30,7 +30,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from './bench-database.js';
 import type { LoadJob, LoadResult } from './load.js';
-import type { Target } from './payloads.js';
+import { type Target, UPSTREAM_KEY } from './payloads.js';
+import { startGovernedFloor } from './floor-child.js';
 import { JobChild, REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
 import { setUpReins } from './reins-setup.js';
 
@@ -116,19 +117,12 @@ async function startTarget(name: Name, upstream: string, children: Child[], clea
   if (name === 'bare') {
     const s = await startServer(name, [...perfMap, ...TSX, join(HERE, 'bare-proxy.ts'), upstream], { cpu: CPU.gateway });
     children.push(s.child);
-    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: 'Bearer sk-fake-bench-0000000000000000' } } };
+    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${UPSTREAM_KEY}` } } };
   }
   if (name === 'floor' || name === 'floor-pglite') {
-    let store = 'memory';
-    if (name === 'floor') {
-      const db = await createBenchDatabase();
-      cleanups.push(db.drop);
-      store = db.url;
-    }
-    const key = `rk-floor-${randomBytes(16).toString('hex')}`;
-    const s = await startServer(name, [...perfMap, ...TSX, join(HERE, 'governed-floor.ts'), upstream, key, store], { cpu: CPU.gateway });
+    const s = await startGovernedFloor(name, name, upstream, [...perfMap, ...TSX], { cpu: CPU.gateway }, cleanups);
     children.push(s.child);
-    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } } };
+    return { pid: s.child.pid, target: s.target };
   }
   const admin = randomBytes(24).toString('hex');
   const database: string[] = [];

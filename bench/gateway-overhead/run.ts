@@ -20,6 +20,7 @@ import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from 
 import { checkPoliciesOffline } from './policies.js';
 import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
+import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
 import {
   type Check,
@@ -371,22 +372,12 @@ async function main(): Promise<number> {
           });
         } else if (name === 'floor' || name === 'floor-pglite') {
           const diag = args.diagnose ? new DiagChannel() : undefined;
-          let store = 'memory';
-          if (name === 'floor') {
-            const db = await createBenchDatabase();
-            cleanups.push(db.drop);
-            store = db.url;
-          }
-          const key = `rk-floor-${randomBytes(16).toString('hex')}`;
-          const s = await startServer(LABELS[name], [...PROFILE, ...TSX, join(HERE, 'governed-floor.ts'), upstream, key, store], {
-            cpu: CPU.gateway,
-            ...(diag ? { env: DIAG_ENV, onLine: diag.onLine } : {}),
-          });
+          const s = await startGovernedFloor(name, LABELS[name], upstream, [...PROFILE, ...TSX], { cpu: CPU.gateway, ...(diag ? { env: DIAG_ENV, onLine: diag.onLine } : {}) }, cleanups);
           if (diag) diag.child = s.child;
           children.push(s.child);
           runs.push({
             record: measuredRecord(name),
-            target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } },
+            target: s.target,
             pid: s.child.pid,
             forwarded: 0,
             ...(diag ? { diag } : {}),

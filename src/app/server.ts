@@ -159,7 +159,7 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
   let report = (err: Error): void => void early.push(err);
   const onError = (err: Error): void => report(err);
   try {
-    // The old generation's growth by heap size (heap-growth.ts): V8's own for a replica serving calls, held to 10%
+    // The old generation's growth by heap size (heap-growth.ts): V8's own for a replica serving calls, held to 25%
     // while parked calls or a large cluster's index fill hundreds of MB.
     const releaseHeapGrowth = governHeapGrowth();
     stoppers.push(async () => releaseHeapGrowth());
