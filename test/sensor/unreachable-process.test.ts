@@ -9,11 +9,11 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fakeReins, type FakeReins } from './fake-reins.js';
+import { unusedPort } from '../helpers/ports.js';
 
 const WAIT_MS = 30_000;
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -37,14 +37,6 @@ after(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 const sample = (text: string, metric: string): number => {
   const m = new RegExp(`^${metric.replace(/[{}"=,]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text);
   return m ? Number(m[1]) : -1;
@@ -57,8 +49,8 @@ test('Reins unreachable for a long time: the backlog and the memory stay bounded
   const dir = mkdtempSync(join(tmpdir(), 'reins-sensor-down-'));
   const fifo = join(dir, 'tcp.jsonl');
   assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
-  const reinsPort = await freePort();
-  const metricsPort = await freePort();
+  const reinsPort = await unusedPort();
+  const metricsPort = await unusedPort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/sensor/main.ts', '--replay', fifo, '--source', 'trace_tcp'], {
     cwd: ROOT,
     env: {

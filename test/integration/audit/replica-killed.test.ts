@@ -22,6 +22,7 @@ import { providersAt } from '../../helpers/gateway.js';
 import { ADMIN_TOKEN, agentWithKey, Client, enc, waitFor } from '../../helpers/harness.js';
 import { readUntil } from '../../helpers/socket-read.js';
 import { freshPostgresDatabase, postgresReachable, storeKinds } from '../../helpers/stores.js';
+import { unusedPort } from '../../helpers/ports.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const AGENT = 'eng/streamer';
@@ -69,17 +70,6 @@ async function stop(replica: ReplicaProcess | null): Promise<void> {
   await replica.exited;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 const wanted = storeKinds().includes('postgres');
 
 describe('a replica killed mid-call leaves its decisions in the audit log [postgres]', { skip: !wanted }, async () => {
@@ -109,7 +99,7 @@ describe('a replica killed mid-call leaves its decisions in the audit log [postg
     delete base.REINS_DATA_DIR;
     // The egress check on addresses is off ([]): the tunnel's origin is on loopback.
     const configA = join(dir, 'a.yaml');
-    egressPort = await freePort();
+    egressPort = await unusedPort();
     writeFileSync(configA, JSON.stringify({ providers: providersAt(fake.origin), egress: { port: egressPort, deniedNetworks: [] } }));
     const configB = join(dir, 'b.yaml');
     writeFileSync(configB, JSON.stringify({ providers: providersAt(fake.origin) }));

@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { ProxyAgent, fetch } from 'undici';
 import { createEgressProxy, type EgressProxy, type EgressRequest, type EgressResult } from '../../../src/planes/egress/proxy.js';
+import { unusedPort } from '../../helpers/ports.js';
 
 const TLS_DIR = fileURLToPath(new URL('../../fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS_DIR}ca.pem`);
@@ -121,14 +122,6 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
 async function startHarness(): Promise<Harness> {
   const origin = new Origin(http.createServer());
   const originPort = await origin.listen();
@@ -136,7 +129,7 @@ async function startHarness(): Promise<Harness> {
   const tlsPort = await tlsOrigin.listen();
   const deniedOrigin = new Origin(http.createServer());
   const deniedPort = await deniedOrigin.listen();
-  const closedPort = await freePort();
+  const closedPort = await unusedPort();
   let origin6: Origin | null = new Origin(http.createServer());
   let origin6Port = 0;
   try {

@@ -1,19 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { CLIENT_TOKEN, startGateway, type Harness } from '../../fakes/gateway-harness.js';
+import { unusedPort } from '../../helpers/ports.js';
 
 const auth = { authorization: `Bearer ${CLIENT_TOKEN}`, 'content-type': 'application/json' };
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 describe('LLM gateway: edges of the data path', () => {
   let h: Harness;
@@ -70,7 +61,7 @@ describe('LLM gateway: edges of the data path', () => {
   });
 
   test('an unreachable upstream is a 502 in the provider shape that the SDK may retry', async () => {
-    const down = await startGateway({ upstreamOrigin: `http://127.0.0.1:${await closedPort()}` });
+    const down = await startGateway({ upstreamOrigin: `http://127.0.0.1:${await unusedPort()}` });
     try {
       const client = new OpenAI({ baseURL: `${down.url}/llm/openai/v1`, apiKey: CLIENT_TOKEN, maxRetries: 1 });
       await assert.rejects(client.chat.completions.create({ model: 'gpt-fake', messages: [] }), (err: unknown) => {

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,7 @@ import { startFakeKubeApi, type FakeKubeApi } from '../../fakes/fake-kube-api.js
 import { ADMIN_TOKEN, Client, describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
 import { mintSensorToken, startGuardReplica } from '../runtime-guard/helpers.js';
 import { FAST, seedCluster } from '../runtime-guard/kube-helpers.js';
+import { unusedPort } from '../../helpers/ports.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const FIXTURES = new URL('../../fixtures/ig/', import.meta.url);
@@ -77,15 +78,6 @@ async function stopSensor(s: SensorProcess | undefined): Promise<number | null> 
   if (!s) return null;
   if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGTERM');
   return s.exited;
-}
-
-/** A port nothing listens on now (taken and released). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A TCP relay to Reins that the test takes down (connections refused) and brings back on the same port. */
@@ -152,8 +144,8 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
     dir = mkdtempSync(join(tmpdir(), 'reins-sensor-e2e-'));
     api = await startFakeKubeApi({ crdServed: true });
     seedCluster(api);
-    portA = await freePort();
-    portB = await freePort();
+    portA = await unusedPort();
+    portB = await unusedPort();
     replica = await startGuardReplica(store(), {
       env: { KUBECONFIG: api.kubeconfigPath },
       runtimeGuard: { sensor: { metricsTargets: [`http://127.0.0.1:${portA}/metrics`, `http://127.0.0.1:${portB}/metrics`], scrapeIntervalSeconds: 1 } },
@@ -273,7 +265,7 @@ describeEachStore('reins-sensor end to end', ({ store }) => {
   });
 
   test('Reins unreachable for a while, then back: no crash, the sensor keeps its reports and its status resumes', async () => {
-    const relay = new Relay(await freePort(), Number(new URL(replica.url).port));
+    const relay = new Relay(await unusedPort(), Number(new URL(replica.url).port));
     const file = recentFixture(dir, 'trace_open', now() - 10);
     const sensor = startSensor(['--replay', file, '--source', 'trace_open'], {
       ...sensorEnv('node-d', 0),
