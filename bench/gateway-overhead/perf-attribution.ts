@@ -21,9 +21,9 @@
  * makes Node write the names of its compiled functions for perf to read. Needs `perf` (Debian's linux-perf) and
  * the right to profile a process (root, or kernel.perf_event_paranoid <= 1).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,13 +32,13 @@ import { createBenchDatabase } from './bench-database.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { type Target, UPSTREAM_KEY } from './payloads.js';
 import { startGovernedFloor } from './floor-child.js';
+import { attributePerf, differenceLines, recordPerf, requirePerf, topLines, totalOf } from './perf-samples.js';
 import { JobChild, REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
 import { setUpReins } from './reins-setup.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
 const TSX = ['--import', 'tsx'];
-const PERF_HZ = 4000;
 const NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
 type Name = (typeof NAMES)[number];
 
@@ -60,11 +60,7 @@ const seconds = Number(args.seconds);
 const rate = Number(args.rate);
 if (!(seconds > 0)) throw new Error('--seconds must be a positive number');
 if (!args.max && !(rate > 0)) throw new Error('--rate must be a positive number of requests per second');
-try {
-  execFileSync('perf', ['--version'], { stdio: 'ignore' });
-} catch {
-  throw new Error('perf is not installed (Debian: apt-get install linux-perf)');
-}
+requirePerf();
 const pin = canPin();
 const CPU = { gateway: pin ? 1 : null, rest: pin ? 0 : null };
 const out = args.out ? resolve(args.out) : mkdtempSync(join(tmpdir(), 'perf-attribution-'));
@@ -82,34 +78,6 @@ interface Measured {
   /** µs per request charged to each first JavaScript frame (or "(no JavaScript)"), from perf's samples. */
   byFunction: Map<string, number>;
   perfUsPerRequest: number;
-}
-
-/** Every sample charged to the first JavaScript function on its stack, leaf first; µs per request. */
-function attribute(script: string, requests: number): Map<string, number> {
-  const perSample = 1e6 / PERF_HZ / requests;
-  const by = new Map<string, number>();
-  for (const block of script.split(/\n\s*\n/)) {
-    const frames = block
-      .split('\n')
-      .map((l) => l.trim().replace(/^[0-9a-f]+ /, ''))
-      .filter((l) => l !== '');
-    if (frames.length === 0) continue;
-    const js = frames.find((f) => f.startsWith('JS:'));
-    const name = js === undefined ? '(no JavaScript on the stack: GC helpers, libuv, the kernel alone)' : tidy(js);
-    by.set(name, (by.get(name) ?? 0) + perSample);
-  }
-  return by;
-}
-
-/** `JS:*call file:///…/dist/planes/llm/routes.js:152:15` → `call dist/planes/llm/routes.js:152`. */
-function tidy(frame: string): string {
-  return frame
-    .replace(/^JS:[*^~+]?/, '')
-    .replace(`file://${ROOT}/`, '')
-    .replace(`${ROOT}/node_modules/`, '')
-    .replace(`${ROOT}/`, '')
-    .replace(/:(\d+):\d+$/, ':$1')
-    .trim();
 }
 
 async function startTarget(name: Name, upstream: string, children: Child[], cleanups: (() => Promise<void>)[]): Promise<{ pid: number; target: Target }> {
@@ -155,17 +123,13 @@ async function measure(name: Name): Promise<Measured> {
     await loader.run(loadJob(target, 3, 1));
     const data = join(out, `${name}.perf.data`);
     const cpuBefore = processCpuMs(pid);
-    const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
-    const perfDone = new Promise<void>((done) => perf.once('exit', () => done()));
+    const perfDone = recordPerf(pid, data, seconds);
     const result = await loader.run(loadJob(target, seconds, 0));
     const cpuMs = processCpuMs(pid) - cpuBefore;
     await perfDone;
-    // Node writes /tmp/perf-<pid>.map as it compiles; perf reads it to name the compiled functions.
-    const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
     const requests = result.ok;
-    const byFunction = attribute(script, requests);
-    let perfUs = 0;
-    for (const v of byFunction.values()) perfUs += v;
+    const byFunction = attributePerf(data, requests);
+    const perfUs = totalOf(byFunction);
     // Kept with --out, so that `perf report -i DIR/<target>.perf.data` can still name the functions.
     if (!args.out) rmSync(`/tmp/perf-${pid}.map`, { force: true });
     return { name, requests, cpuUsPerRequest: (cpuMs * 1000) / requests, byFunction, perfUsPerRequest: perfUs };
@@ -187,15 +151,12 @@ for (const name of targets) {
   const m = await measure(name);
   results.push(m);
   say(`\n${name}: ${m.requests} requests in ${seconds} s (${args.max ? 'max' : `${rate}/s paced`}); CPU ${m.cpuUsPerRequest.toFixed(1)} µs/request (/proc), perf ${m.perfUsPerRequest.toFixed(1)} µs/request`);
-  for (const [fn, us] of [...m.byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) say(`  ${us.toFixed(2).padStart(7)}  ${fn}`);
+  for (const line of topLines(m.byFunction, top)) say(line);
 }
 const [first, ...others] = results;
 for (const other of others) {
   say(`\n${first!.name} minus ${other.name}: ${(first!.perfUsPerRequest - other.perfUsPerRequest).toFixed(1)} µs/request (perf), ${(first!.cpuUsPerRequest - other.cpuUsPerRequest).toFixed(1)} (/proc); by function (first, other):`);
-  const names = new Set([...first!.byFunction.keys(), ...other.byFunction.keys()]);
-  const rows = [...names].map((fn) => ({ fn, a: first!.byFunction.get(fn) ?? 0, b: other.byFunction.get(fn) ?? 0 }));
-  rows.sort((x, y) => y.a - y.b - (x.a - x.b));
-  for (const r of rows.slice(0, top)) say(`  ${(r.a - r.b).toFixed(2).padStart(7)}  (${r.a.toFixed(2)}, ${r.b.toFixed(2)})  ${r.fn}`);
+  for (const line of differenceLines(first!.byFunction, other.byFunction, top)) say(line);
 }
 if (args.out) {
   writeFileSync(join(out, 'attribution.txt'), `${lines.join('\n')}\n`);

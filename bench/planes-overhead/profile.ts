@@ -5,7 +5,7 @@
  *
  *   node --import tsx bench/planes-overhead/profile.ts [--plane mcp|egress] [--store postgres|pglite|pglite,postgres]
  *        [--calls N] [--repeat N] [--bare | --bare-only] [--compare DIR] [--cpu-prof DIR] [--focus name,name]
- *        [--no-pin] [--no-build]
+ *        [--perf DIR] [--top N] [--no-pin] [--no-build]
  *
  * mcp: `tools/call` one at a time on one keep-alive connection (run.ts's mcp-seq); egress: one new connection at a
  * time, CONNECT, TLS handshake, one GET, close (run.ts's egress-new). After one warm-up job per proxy, `--repeat`
@@ -23,16 +23,22 @@
  * --cpu-prof DIR: a V8 sampling profile of this checkout's Reins over the measured rounds only (reins-server.ts
  * starts and stops it on SIGUSR2), summarised by area, by self time and by time inside the --focus functions.
  * The profiler costs CPU itself (an in-process inspector session): take CPU figures from a run without it.
+ *
+ * --perf DIR: Linux perf on every proxy over its measured jobs (each started with --perf-basic-prof), every sample
+ * charged to the first JavaScript function on its stack (bench/gateway-overhead/perf-samples.ts), as µs per call;
+ * with two proxies, the first's minus the second's function by function (--top N rows, default 40). Unlike V8's
+ * profiler, perf samples CPU time only, so these are microseconds, not shares. Needs perf and the right to use it.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import { type Child, JobChild, canPin, startServer } from '../gateway-overhead/processes.js';
 import type { PlanesJob, PlanesResult } from './load.js';
+import { addInto, attributePerf, differenceLines, requirePerf, startPerf, topLines, totalOf } from '../gateway-overhead/perf-samples.js';
 import { MCP_SERVER_NAME, type EgressTarget, type McpTarget } from './payloads.js';
 import { openMcpSession, setUpAgent } from './reins-setup.js';
 
@@ -53,6 +59,8 @@ const { values: args } = parseArgs({
     bare: { type: 'boolean', default: false },
     'bare-only': { type: 'boolean', default: false },
     compare: { type: 'string' },
+    perf: { type: 'string' },
+    top: { type: 'string', default: '40' },
   },
 });
 if (args.plane !== 'mcp' && args.plane !== 'egress') throw new Error(`--plane: mcp or egress, got "${args.plane}"`);
@@ -63,6 +71,13 @@ const calls = Number(args.calls ?? (plane === 'mcp' ? 3000 : 1000));
 const repeat = Number(args.repeat);
 if (!Number.isInteger(calls) || calls < 1 || !Number.isInteger(repeat) || repeat < 1) throw new Error('--calls and --repeat: whole numbers from 1');
 const PIN = !args['no-pin'] && canPin();
+const perfDir = args.perf ? resolve(args.perf) : null;
+if (perfDir) {
+  requirePerf();
+  mkdirSync(perfDir, { recursive: true });
+}
+/** Node's flag that writes /tmp/perf-<pid>.map, from which perf names the compiled JavaScript functions. */
+const PERF_MAP = perfDir ? ['--perf-basic-prof'] : [];
 const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN ? 1 : null };
 
 function log(line: string): void {
@@ -225,7 +240,7 @@ async function main(): Promise<void> {
       // Each checkout's own reins-server.ts runs its own dist/; only this checkout's first store is profiled.
       const reins = await startProxy(
         `reins (${root})`,
-        [...TSX, join(root, 'bench/planes-overhead/reins-server.ts'), mcpUpstream.url, token, ...(databaseUrl ? [databaseUrl] : [])],
+        [...PERF_MAP, ...TSX, join(root, 'bench/planes-overhead/reins-server.ts'), mcpUpstream.url, token, ...(databaseUrl ? [databaseUrl] : [])],
         root === ROOT && store === stores[0] ? profileDir : null,
         (line) => {
           if (line.startsWith('{"egress":')) egressUrl = (JSON.parse(line) as { egress: string }).egress;
@@ -246,8 +261,8 @@ async function main(): Promise<void> {
       // bench/gateway-overhead's bare proxy has no profiler switch; the bare egress proxy has.
       const bare =
         plane === 'mcp'
-          ? await startProxy('bare mcp proxy', [...TSX, join(HERE, '../gateway-overhead/bare-proxy.ts'), new URL(mcpUpstream.url).origin], null)
-          : await startProxy('bare egress proxy', [...TSX, join(HERE, 'bare-egress-proxy.ts')], profileDir);
+          ? await startProxy('bare mcp proxy', [...PERF_MAP, ...TSX, join(HERE, '../gateway-overhead/bare-proxy.ts'), new URL(mcpUpstream.url).origin], null)
+          : await startProxy('bare egress proxy', [...PERF_MAP, ...TSX, join(HERE, 'bare-egress-proxy.ts')], profileDir);
       children.push(bare.child);
       const target: PlanesJob['target'] =
         plane === 'mcp'
@@ -288,14 +303,21 @@ async function measureCpu(loader: JobChild<PlanesJob, PlanesResult>, subjects: S
   const p50s = subjects.map(() => [] as number[]);
   const samples = subjects.map(() => [] as number[]);
   const phases = subjects.map(() => ({ tunnel: [] as number[], tls: [] as number[], request: [] as number[] }));
+  const perfBy = subjects.map(() => new Map<string, number>());
   for (let round = 0; round < repeat; round++) {
     for (let k = 0; k < subjects.length; k++) {
       const i = (k + round) % subjects.length;
       const s = subjects[i]!;
       const { r, used } = await frozen(s, async () => {
+        const data = perfDir ? join(perfDir, `${i}-${round}.perf.data`) : null;
+        const perf = data ? startPerf(s.pid, data) : null;
         const before = runTimeNs(s.pid);
         const r = await loader.run(job(s.target, calls));
-        return { r, used: runTimeNs(s.pid) - before };
+        const used = runTimeNs(s.pid) - before;
+        await perf?.stop();
+        // µs per call of all the rounds together: each round's share is its calls over all of them.
+        if (data) addInto(perfBy[i]!, attributePerf(data, r.ok * repeat));
+        return { r, used };
       });
       if (r.failed > 0) throw new Error(`${s.label}: ${r.failed} failed: ${r.firstError}`);
       perCall[i]!.push(used / 1000 / r.ok);
@@ -325,6 +347,19 @@ async function measureCpu(loader: JobChild<PlanesJob, PlanesResult>, subjects: S
       `${plane}: first minus second, CPU per ${unit}, round by round: median ${median(diffs).toFixed(1)} µs (${diffs.map((x) => x.toFixed(0)).join(', ')}); ` +
         `latency p50: median ${median(p50s[0]!.map((v, round) => v - p50s[1]![round]!)).toFixed(3)} ms\n`,
     );
+  }
+  if (perfDir) {
+    const top = Number(args.top);
+    const lines: string[] = [];
+    subjects.forEach((s, i) => {
+      lines.push(`\n${s.label}: perf ${totalOf(perfBy[i]!).toFixed(1)} µs per ${unit}, by first JavaScript frame:`, ...topLines(perfBy[i]!, top));
+    });
+    if (subjects.length === 2) {
+      lines.push(`\n${subjects[0]!.label} minus ${subjects[1]!.label}: ${(totalOf(perfBy[0]!) - totalOf(perfBy[1]!)).toFixed(1)} µs per ${unit} (perf); by function (first, second):`);
+      lines.push(...differenceLines(perfBy[0]!, perfBy[1]!, top));
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+    writeFileSync(join(perfDir, 'attribution.txt'), `${lines.join('\n')}\n`);
   }
   for (const s of subjects) if (s.toggleProfile) summariseProfile(await s.toggleProfile(), calls * repeat, (args.focus ?? '').split(',').filter(Boolean));
 }

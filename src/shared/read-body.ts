@@ -7,6 +7,30 @@ import type { IncomingMessage } from 'node:http';
 
 export type BodyRead = Buffer | 'too_large' | 'aborted';
 
+/**
+ * `readBody` without a promise when the whole body is already here. Node's HTTP/1 parser hands the handler a request
+ * as soon as its headers are parsed and pushes the body from the same read a turn later, so once the handler has
+ * awaited anything a small POST is usually buffered whole: all its Content-Length bytes, or a message the parser saw
+ * end (`complete`; a chunked body). It is taken at once (no listeners, no promise, no turn waiting for 'end');
+ * otherwise, and always for HTTP/2, the promise of `readBody`.
+ */
+export function readBodyNow(req: IncomingMessage, limit: number): BodyRead | Promise<BodyRead> {
+  // flowing null: nothing has taken the buffered chunks yet. HTTP/2's compatibility request has no parser to ask.
+  if (req.httpVersionMajor !== 1 || req.readableFlowing !== null || req.destroyed) return readBody(req, limit);
+  const declared = req.headers['content-length'];
+  const whole = req.complete || (declared !== undefined && req.readableLength === Number(declared));
+  if (!whole || Number(declared ?? 0) > limit) return readBody(req, limit);
+  if (req.readableLength > limit) {
+    req.resume();
+    return 'too_large';
+  }
+  // read() in paused mode returns everything buffered as one Buffer (null when nothing is); resume() lets the
+  // message's end, still to come from the parser, pass without anyone reading it.
+  const body = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  req.resume();
+  return body;
+}
+
 export function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
   return new Promise((resolve) => {
     if (Number(req.headers['content-length'] ?? 0) > limit) {

@@ -34,7 +34,7 @@ import { HELD_ANSWER_MS, HELD_KEEP_ALIVE_MS, HeldStream, heldAnswerText } from '
 import { SseSplitter, sseEvent, withData, type SseEvent } from './sse.js';
 import type { JsonRpcId, McpCallResult, McpDecision, McpGatewayDeps, McpGatewayLog, McpHold, McpToolCall } from './types.js';
 import { refusedOrigin } from '../../shared/mcp-origin.js';
-import { readBody } from '../../shared/read-body.js';
+import { readBodyNow } from '../../shared/read-body.js';
 import { Exchange, heldStreamErrors } from './exchange.js';
 import { answerLocally, send, sendError } from './local-answers.js';
 import { BUILT_IN_SERVER, bearerToken, header, headerMismatch, pathOf, protocolMeta, routeOf } from './request-checks.js';
@@ -245,7 +245,8 @@ export class McpGateway<C> {
 
     const exchange = new Exchange(this, upstream, caller, started);
     if (method !== 'POST') return this.forward(req, res, exchange, undefined);
-    const raw = await readBody(req, MCP_BODY_LIMIT);
+    const read = readBodyNow(req, MCP_BODY_LIMIT);
+    const raw = read instanceof Promise ? await read : read;
     if (raw === 'too_large') {
       return sendError(res, 413, null, INVALID_REQUEST, `Request too large: the MCP gateway accepts ${MCP_BODY_LIMIT} bytes per POST`, { connection: 'close' });
     }

@@ -1,0 +1,106 @@
+/**
+ * Linux perf's samples of one process, charged to the first JavaScript function on each sample's stack (the function
+ * that called into V8's builtins, the runtime, the kernel or the garbage collector). Shared by
+ * bench/gateway-overhead/perf-attribution.ts and bench/planes-overhead/profile.ts (`--perf`).
+ *
+ * The process must run with `--perf-basic-prof` (Node writes /tmp/perf-<pid>.map as it compiles, and perf reads it
+ * to name the compiled functions). perf samples CPU time only, from the kernel: unlike V8's own profiler, a process
+ * waiting to be scheduled is not sampled, and sampling costs a few percent.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** Samples per second per CPU; 4 kHz keeps perf's own cost to a few percent of a busy process. */
+export const PERF_HZ = 4000;
+
+/** Throws with the Debian package to install when perf is missing. */
+export function requirePerf(): void {
+  try {
+    execFileSync('perf', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('perf is not installed (Debian: apt-get install linux-perf)');
+  }
+}
+
+/** Starts `perf record -g` on a process (all its threads) for `seconds`; resolves when perf has written `data`. */
+export function recordPerf(pid: number, data: string, seconds: number): Promise<void> {
+  const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
+  return new Promise<void>((done) => perf.once('exit', () => done()));
+}
+
+/** Starts `perf record -g` on a process until the returned stop() (SIGINT, which perf answers by writing `data`). */
+export function startPerf(pid: number, data: string): { stop(): Promise<void> } {
+  const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data], { stdio: 'ignore' });
+  const exited = new Promise<void>((done) => perf.once('exit', () => done()));
+  return {
+    stop: async () => {
+      perf.kill('SIGINT');
+      await exited;
+    },
+  };
+}
+
+/** perf's samples in `data`, each charged to its first JavaScript frame, as µs per unit of work (`units` of them). */
+export function attributePerf(data: string, units: number): Map<string, number> {
+  const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  return attribute(script, units);
+}
+
+/** Adds one attribution into another (several recordings of one process). */
+export function addInto(total: Map<string, number>, part: Map<string, number>): void {
+  for (const [fn, us] of part) total.set(fn, (total.get(fn) ?? 0) + us);
+}
+
+/** The sum of an attribution: perf's µs per unit of work. */
+export function totalOf(by: Map<string, number>): number {
+  let sum = 0;
+  for (const v of by.values()) sum += v;
+  return sum;
+}
+
+/** Every sample charged to the first JavaScript function on its stack, leaf first; µs per unit of work. */
+function attribute(script: string, units: number): Map<string, number> {
+  const perSample = 1e6 / PERF_HZ / units;
+  const by = new Map<string, number>();
+  for (const block of script.split(/\n\s*\n/)) {
+    const frames = block
+      .split('\n')
+      .map((l) => l.trim().replace(/^[0-9a-f]+ /, ''))
+      .filter((l) => l !== '');
+    if (frames.length === 0) continue;
+    const js = frames.find((f) => f.startsWith('JS:'));
+    const name = js === undefined ? '(no JavaScript on the stack: GC helpers, libuv, the kernel alone)' : tidy(js);
+    by.set(name, (by.get(name) ?? 0) + perSample);
+  }
+  return by;
+}
+
+/** `JS:*call file:///…/dist/planes/llm/routes.js:152:15` → `call dist/planes/llm/routes.js:152`. */
+function tidy(frame: string): string {
+  return frame
+    .replace(/^JS:[*^~+]?/, '')
+    .replace(`file://${ROOT}/`, '')
+    .replace(`${ROOT}/node_modules/`, '')
+    .replace(`${ROOT}/`, '')
+    .replace(/:(\d+):\d+$/, ':$1')
+    .trim();
+}
+
+/** Two attributions set against each other, function by function: what the first spends that the second does not. */
+export function differenceLines(first: Map<string, number>, second: Map<string, number>, top: number): string[] {
+  const names = new Set([...first.keys(), ...second.keys()]);
+  const rows = [...names].map((fn) => ({ fn, a: first.get(fn) ?? 0, b: second.get(fn) ?? 0 }));
+  rows.sort((x, y) => y.a - y.b - (x.a - x.b));
+  return rows.slice(0, top).map((r) => `  ${(r.a - r.b).toFixed(2).padStart(7)}  (${r.a.toFixed(2)}, ${r.b.toFixed(2)})  ${r.fn}`);
+}
+
+/** The costliest functions of one attribution. */
+export function topLines(by: Map<string, number>, top: number): string[] {
+  return [...by]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([fn, us]) => `  ${us.toFixed(2).padStart(7)}  ${fn}`);
+}
