@@ -15,7 +15,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
-import { readBody } from '../../shared/read-body.js';
+import { readBodyNow, type BodyRead } from '../../shared/read-body.js';
 import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
@@ -176,13 +176,20 @@ export class LlmGateway<C = GatewayCaller> {
       send(res, gatewayAnswer(provider, 'unknown_route', `the Reins gateway does not serve ${method} ${pathOf(url)}; it serves ${describeRoutes(provider)}`));
       return;
     }
-    void readBody(req, GATEWAY_BODY_LIMIT).then((body) => {
+    const served = (body: BodyRead): void => {
       if (body === 'aborted') return;
       if (body === 'too_large') {
         send(res, gatewayAnswer(provider, 'body_too_large', `the request body is larger than the gateway accepts (${GATEWAY_BODY_LIMIT} bytes)`));
         return;
       }
       this.serve(upstream, req, res, body.length === 0 ? undefined : body);
+    };
+    // A microtask later the parser has pushed whatever came in the same read as the headers: a small body is then
+    // taken whole without a promise (readBodyNow), else read as it arrives.
+    queueMicrotask(() => {
+      const read = readBodyNow(req, GATEWAY_BODY_LIMIT);
+      if (read instanceof Promise) void read.then(served);
+      else served(read);
     });
   }
 
