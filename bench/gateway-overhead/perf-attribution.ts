@@ -32,7 +32,7 @@ import { createBenchDatabase } from './bench-database.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { type Target, UPSTREAM_KEY } from './payloads.js';
 import { startGovernedFloor } from './floor-child.js';
-import { attributePerf, differenceLines, recordPerf, requirePerf, topLines, totalOf } from './perf-samples.js';
+import { attributePerf, differenceLines, requirePerf, startPerf, topLines, totalOf } from './perf-samples.js';
 import { JobChild, REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
 import { setUpReins } from './reins-setup.js';
 
@@ -123,10 +123,10 @@ async function measure(name: Name): Promise<Measured> {
     await loader.run(loadJob(target, 3, 1));
     const data = join(out, `${name}.perf.data`);
     const cpuBefore = processCpuMs(pid);
-    const perfDone = recordPerf(pid, data, seconds);
+    const perf = startPerf(pid, data);
     const result = await loader.run(loadJob(target, seconds, 0));
     const cpuMs = processCpuMs(pid) - cpuBefore;
-    await perfDone;
+    await perf.stop();
     const requests = result.ok;
     const byFunction = attributePerf(data, requests);
     const perfUs = totalOf(byFunction);

@@ -25,12 +25,6 @@ export function requirePerf(): void {
   }
 }
 
-/** Starts `perf record -g` on a process (all its threads) for `seconds`; resolves when perf has written `data`. */
-export function recordPerf(pid: number, data: string, seconds: number): Promise<void> {
-  const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
-  return new Promise<void>((done) => perf.once('exit', () => done()));
-}
-
 /** Starts `perf record -g` on a process until the returned stop() (SIGINT, which perf answers by writing `data`). */
 export function startPerf(pid: number, data: string): { stop(): Promise<void> } {
   const perf = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-p', String(pid), '-o', data], { stdio: 'ignore' });

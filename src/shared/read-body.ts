@@ -19,7 +19,8 @@ export function readBodyNow(req: IncomingMessage, limit: number): BodyRead | Pro
   if (req.httpVersionMajor !== 1 || req.readableFlowing !== null || req.destroyed) return readBody(req, limit);
   const declared = req.headers['content-length'];
   const whole = req.complete || (declared !== undefined && req.readableLength === Number(declared));
-  if (!whole || Number(declared ?? 0) > limit) return readBody(req, limit);
+  if (!whole) return readBody(req, limit);
+  // Whole, so what is buffered is the body's size (a declared Content-Length over the limit included).
   if (req.readableLength > limit) {
     req.resume();
     return 'too_large';
