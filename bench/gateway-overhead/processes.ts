@@ -3,7 +3,7 @@
  * event loop with another, and /proc tells how much CPU each one spent.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -124,6 +124,38 @@ export function processCpuMs(pid: number): number {
   // Fields after the command name, which is in parentheses and may contain spaces.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
+/**
+ * CPU time of each process of the local PostgreSQL server (by pid, ms), or null when there is none this user can
+ * read. Its backends come and go with the connections, so a job's share is taken per pid (`cpuSpentBetween`).
+ */
+export function postgresCpuMs(): Map<number, number> | null {
+  const out = new Map<number, number>();
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() !== 'postgres') continue;
+      out.set(Number(name), processCpuMs(Number(name)));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out.size > 0 ? out : null;
+}
+
+/** CPU spent between two `postgresCpuMs` readings: a process that started meanwhile counts whole; one that ended, not at all. */
+export function cpuSpentBetween(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+  if (before === null || after === null) return null;
+  let spent = 0;
+  for (const [pid, ms] of after) spent += ms - (before.get(pid) ?? 0);
+  return spent;
 }
 
 /** Whether processes can be pinned: taskset is there and the machine has a second CPU. */

@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
@@ -275,6 +275,7 @@ async function measure(
     idle: bystanders.idlePids.reduce((n, pid) => n + processCpuMs(pid), 0),
     served: await upstreamServed(upstream),
     steal: stealMs(),
+    store: postgresCpuMs(),
   });
   // The other gateways are frozen while one is measured: they share its CPU, and their own periodic work
   // (Reins re-reads and recompiles its policies every 30 s) would land in a neighbour's figures.
@@ -301,6 +302,7 @@ async function measure(
     idleGatewaysCpuMs: after.idle - before.idle,
     upstreamServed: after.served - before.served,
     stealMs: after.steal - before.steal,
+    storeCpuMs: cpuSpentBetween(before.store, after.store),
   };
 }
 
@@ -505,7 +507,7 @@ async function main(): Promise<number> {
     const table = consoleTable(summaries, SETTINGS.rate);
     process.stdout.write(
       `\n${table}\n\nlatencies in ms over ${SETTINGS.rounds} interleaved round(s) pooled; "added" = target minus the direct upstream; ` +
-        'max req/s and CPU: median of the rounds\n',
+        'max req/s and CPU: median of the rounds; "vs bare" and the throughput and CPU targets: median of the rounds\' own ratios\n',
     );
     for (const r of records.filter((x) => !x.measured)) process.stdout.write(`${r.label}: not measured: ${r.reason}\n`);
     for (const r of records.filter((x) => x.caveats.length > 0)) process.stdout.write(`${r.label}: figures do not count yet: ${r.caveats.join('; ')}\n`);
@@ -563,12 +565,16 @@ function markdown(
       : 'CPU placement: left to the kernel (--no-pin); the generator, the upstream and the gateway share both cores.',
     '',
     `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is the target's figure minus the direct upstream's. ` +
-      `Max req/s and CPU µs/req: median of the rounds. The rounds interleave the targets. ` +
+      `Max req/s and CPU µs/req: median of the rounds. "vs bare" and the throughput and CPU targets: each round's ratio of the two figures, ` +
+      `then the median of those (two figures of one round were measured a minute apart at most; the machine's speed moves more between rounds). ` +
+      `The rounds interleave the targets. ` +
       `Sequential: one connection, ${s.seqRequests} requests per round after ${s.seqWarmup} warm-up. ` +
       `@${s.rate}/s: open-loop, ${s.rate} requests/s evenly spaced over up to ${s.pacedConnections} connections, ${s.pacedS} s per round after ${s.pacedWarmupS} s warm-up. ` +
       `Max: autocannon, ${s.maxConnections} connections, ${s.maxS} s per round after ${s.maxWarmupS} s warm-up. ` +
       'CPU µs/req: CPU time of the target\'s own process per answered request during the max-throughput job (each at its own maximum); ' +
-      `CPU µs/req @${s.rate}/s: the same during the paced job, every target at the same load.`,
+      `CPU µs/req @${s.rate}/s: the same during the paced job, every target at the same load. ` +
+      "PostgreSQL CPU µs/req: CPU time of the local PostgreSQL server's processes per answered request during the max-throughput job (the other gateways frozen): " +
+      'the store work of the target\'s audit writes, which on this machine shares the cores with everything else; "-" where no local server was readable.',
     '',
     markdownTable(summaries, s.rate),
     '',

@@ -1,0 +1,65 @@
+/**
+ * bench/gateway-overhead's report: the throughput and CPU ratios are taken round by round (both figures of a round
+ * were measured within a minute) and the median of those ratios is what the targets check.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { checkTargets, pairedRatio, type RoundResult, summarize, type TargetRecord } from '../../../bench/gateway-overhead/report.js';
+import { cpuSpentBetween } from '../../../bench/gateway-overhead/processes.js';
+
+function round(round: number, rps: number, cpuMs: number, storeCpuMs: number | null = null): RoundResult {
+  return {
+    round,
+    ok: rps,
+    warmupOk: 0,
+    failed: 0,
+    seconds: 1,
+    rps,
+    latency: { count: rps, p50: 1, p90: 1, p99: 1, max: 1, mean: 1 },
+    targetCpuMs: cpuMs,
+    upstreamCpuMs: 0,
+    idleGatewaysCpuMs: 0,
+    upstreamServed: rps,
+    stealMs: 0,
+    storeCpuMs,
+  } as unknown as RoundResult;
+}
+
+function record(name: string, max: RoundResult[]): TargetRecord {
+  return { name, label: name, measured: true, caveats: [], notes: [], rounds: { sequential: [], paced: [], max } };
+}
+
+test('pairedRatio: each round against the same round of the other, then the median', () => {
+  const a = [1, 2, 3].map((r, i) => ({ round: r, rps: [50, 80, 60][i]!, cpuUsPerRequest: null, cpuUsPerRequestPaced: null }));
+  const b = [1, 2, 3].map((r, i) => ({ round: r, rps: [100, 100, 200][i]!, cpuUsPerRequest: null, cpuUsPerRequestPaced: null }));
+  assert.deepEqual(pairedRatio(a, b, (x) => x.rps), { median: 0.5, rounds: [0.5, 0.8, 0.3] });
+  // A round only one of them has, or a figure missing, is left out; none in common: null.
+  assert.deepEqual(pairedRatio(a, b.slice(0, 1), (x) => x.rps), { median: 0.5, rounds: [0.5] });
+  assert.equal(pairedRatio(a, [], (x) => x.rps), null);
+});
+
+test("the throughput and CPU targets check the median of the rounds' ratios, not the ratio of the medians", () => {
+  // The max-throughput rounds of the run recorded 2026-11-28 06:47 UTC: requests/s and CPU µs per request.
+  const at = (rps: number[], cpu: number[], store: number | null = null) =>
+    rps.map((n, i) => round(i, n, (cpu[i]! * n) / 1000, store === null ? null : (store * n) / 1000));
+  const bare = record('bare', at([6_506, 7_798, 6_682], [145, 134, 183]));
+  const reins = record('reins-pg', at([3_840, 5_374, 4_363], [227, 163, 206], 40));
+  const summaries = summarize([bare, reins], new Map());
+  const r = summaries.find((s) => s.name === 'reins-pg')!;
+  assert.equal(r.cpuUsPerRequest?.toFixed(0), '206');
+  assert.equal(r.storeCpuUsPerRequest?.toFixed(1), '40.0');
+  assert.equal(r.max?.vsBare?.toFixed(2), '0.65');
+  const checks = checkTargets(summaries, 1000).filter((c) => c.target === 'reins-pg');
+  const throughput = checks.find((c) => c.limit.startsWith('max throughput >= 90% of bare'))!;
+  assert.equal(throughput.pass, false);
+  assert.match(throughput.value, /^4,363 vs 6,682; 65%, the median of the rounds' \(59%, 69%, 65%\)$/);
+  // 206 / 145 would be 1.42x; the rounds' own ratios are 1.57x, 1.22x and 1.13x.
+  const cpu = checks.find((c) => c.limit.startsWith('CPU per request <= 1.15x bare'))!;
+  assert.equal(cpu.pass, false);
+  assert.match(cpu.value, /^206 vs 145 µs; 1\.22x, the median of the rounds' \(1\.57x, 1\.22x, 1\.13x\)$/);
+});
+
+test('cpuSpentBetween: per process; one that started meanwhile counts whole, unreadable is null', () => {
+  assert.equal(cpuSpentBetween(new Map([[1, 100], [2, 50]]), new Map([[1, 130], [3, 20]])), 50);
+  assert.equal(cpuSpentBetween(null, new Map([[1, 1]])), null);
+});
