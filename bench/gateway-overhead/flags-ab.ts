@@ -10,19 +10,16 @@
  * Reins runs from dist/ (built first unless --no-build), started as reins-server.ts starts it for the main bench.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createBenchDatabase } from './bench-database.js';
-import type { LoadJob, LoadResult } from './load.js';
-import { type Child, JobChild, canPin, processCpuMs, startServer } from './processes.js';
+import type { LoadJob } from './load.js';
+import { type Child, canPin, processCpuMs } from './processes.js';
 import { median } from './report.js';
-import { setUpReins } from './reins-setup.js';
+import { startBenchReins, startUpstreamAndLoader } from './rig.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
-const TSX = ['--import', 'tsx'];
 
 const { values: args } = parseArgs({
   options: {
@@ -35,7 +32,8 @@ const { values: args } = parseArgs({
   },
 });
 if (args.b === undefined) throw new Error("--b: the Node flags of variant B are required (--a defaults to none), e.g. --b=--single-threaded-gc");
-if (args.store !== 'pg' && args.store !== 'pglite') throw new Error(`--store: pg or pglite, got "${args.store}"`);
+const store = args.store;
+if (store !== 'pg' && store !== 'pglite') throw new Error(`--store: pg or pglite, got "${store}"`);
 const rounds = Number(args.rounds);
 const rate = Number(args.rate);
 if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: a whole number from 1, got "${args.rounds}"`);
@@ -56,23 +54,10 @@ interface Figures {
 const children: Child[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 try {
-  const upstream = await startServer('fake upstream', [...TSX, join(HERE, 'fake-upstream.ts')], { cpu: CPU.rest });
-  children.push(upstream.child);
-  const loader = new JobChild<LoadJob, LoadResult>('load generator', [...TSX, join(HERE, 'load.ts')], CPU.rest);
-  children.push(loader.child);
-  const variants: { name: 'A' | 'B'; pid: number; target: Awaited<ReturnType<typeof setUpReins>>['target'] }[] = [];
+  const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
+  const variants: ({ name: 'A' | 'B' } & Awaited<ReturnType<typeof startBenchReins>>)[] = [];
   for (const name of ['A', 'B'] as const) {
-    const database: string[] = [];
-    if (args.store === 'pg') {
-      const db = await createBenchDatabase();
-      cleanups.push(db.drop);
-      database.push(db.url);
-    }
-    const admin = randomBytes(24).toString('hex');
-    const s = await startServer(`reins ${name}`, [...flags[name], ...TSX, join(HERE, 'reins-server.ts'), upstream.url, admin, ...database], { cpu: CPU.gateway });
-    children.push(s.child);
-    const setup = await setUpReins(s.url, admin, { allowPartial: false });
-    variants.push({ name, pid: s.child.pid, target: setup.target });
+    variants.push({ name, ...(await startBenchReins(`reins ${name}`, store, flags[name], upstream, CPU.gateway, children, cleanups)) });
   }
   const run = async (v: (typeof variants)[number], job: LoadJob) => {
     const other = variants.find((x) => x !== v)!;

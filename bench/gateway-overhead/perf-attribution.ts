@@ -22,19 +22,17 @@
  * the right to profile a process (root, or kernel.perf_event_paranoid <= 1).
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createBenchDatabase } from './bench-database.js';
-import type { LoadJob, LoadResult } from './load.js';
+import type { LoadJob } from './load.js';
 import { type Target, UPSTREAM_KEY } from './payloads.js';
 import { startGovernedFloor } from './floor-child.js';
 import { attributePerf, differenceLines, requirePerf, startPerf, topLines, totalOf } from './perf-samples.js';
-import { JobChild, REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
-import { setUpReins } from './reins-setup.js';
+import { REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
+import { startBenchReins, startUpstreamAndLoader } from './rig.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
@@ -92,17 +90,7 @@ async function startTarget(name: Name, upstream: string, children: Child[], clea
     children.push(s.child);
     return { pid: s.child.pid, target: s.target };
   }
-  const admin = randomBytes(24).toString('hex');
-  const database: string[] = [];
-  if (name === 'reins-pg') {
-    const db = await createBenchDatabase();
-    cleanups.push(db.drop);
-    database.push(db.url);
-  }
-  const s = await startServer(name, [...REINS_NODE_FLAGS, ...perfMap, ...TSX, join(HERE, 'reins-server.ts'), upstream, admin, ...database], { cpu: CPU.gateway });
-  children.push(s.child);
-  const setup = await setUpReins(s.url, admin, { allowPartial: false });
-  return { pid: s.child.pid, target: setup.target };
+  return startBenchReins(name, name === 'reins-pg' ? 'pg' : 'pglite', [...REINS_NODE_FLAGS, ...perfMap], upstream, CPU.gateway, children, cleanups);
 }
 
 function loadJob(target: Target, measuredSeconds: number, warmupSeconds: number): LoadJob {
@@ -115,11 +103,8 @@ async function measure(name: Name): Promise<Measured> {
   const children: Child[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    const upstream = await startServer('fake upstream', [...TSX, join(HERE, 'fake-upstream.ts')], { cpu: CPU.rest });
-    children.push(upstream.child);
-    const loader = new JobChild<LoadJob, LoadResult>('load generator', [...TSX, join(HERE, 'load.ts')], CPU.rest);
-    children.push(loader.child);
-    const { pid, target } = await startTarget(name, upstream.url, children, cleanups);
+    const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
+    const { pid, target } = await startTarget(name, upstream, children, cleanups);
     await loader.run(loadJob(target, 3, 1));
     const data = join(out, `${name}.perf.data`);
     const cpuBefore = processCpuMs(pid);
