@@ -25,7 +25,8 @@ export async function startUpstreamAndLoader(cpu: number | null, children: Child
 
 /**
  * A Reins replica from dist/ (reins-server.ts) started with `nodeFlags`, on a fresh PostgreSQL database (`store`
- * 'pg', dropped by `cleanups`) or on PGlite in memory, set up with the bench's agent and policies.
+ * 'pg', dropped by `cleanups`) or on PGlite in memory, set up with the bench's agent and policies. `root`: the
+ * checkout whose reins-server.ts (and so whose dist/) runs; this one by default.
  */
 export async function startBenchReins(
   label: string,
@@ -35,6 +36,7 @@ export async function startBenchReins(
   cpu: number | null,
   children: Child[],
   cleanups: (() => Promise<void>)[],
+  root: string = join(HERE, '../..'),
 ): Promise<{ pid: number; target: Target }> {
   const database: string[] = [];
   if (store === 'pg') {
@@ -43,7 +45,7 @@ export async function startBenchReins(
     database.push(db.url);
   }
   const admin = randomBytes(24).toString('hex');
-  const s = await startServer(label, [...nodeFlags, ...TSX, join(HERE, 'reins-server.ts'), upstream, admin, ...database], { cpu });
+  const s = await startServer(label, [...nodeFlags, ...TSX, join(root, 'bench/gateway-overhead/reins-server.ts'), upstream, admin, ...database], { cpu });
   children.push(s.child);
   const setup = await setUpReins(s.url, admin, { allowPartial: false });
   return { pid: s.child.pid, target: setup.target };

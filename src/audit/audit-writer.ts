@@ -27,6 +27,27 @@ export interface AuditWriterOptions {
   onError?: (err: Error) => void;
 }
 
+/** An event as the INSERT unpacks it. Serialised for the whole batch at once, when it is flushed (one call is cheaper). */
+function rowOf(e: AuditInput): unknown[] {
+  return [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, e.data ?? {}];
+}
+
+/**
+ * The row of an event whose data is no JSON (a BigInt, a cycle: a defect of whatever recorded it): the event is
+ * still written, who did what and how it ended, with its data replaced by why it could not be kept. Without this
+ * the batch could never be written and every later event would wait behind it.
+ */
+function writableRowOf(e: AuditInput): unknown[] {
+  const row = rowOf(e);
+  try {
+    JSON.stringify(row);
+    return row;
+  } catch (err) {
+    row[7] = { unwritableData: `the event's data could not be written as JSON: ${(err as Error).message}` };
+    return row;
+  }
+}
+
 export class AuditWriter {
   private queue: AuditInput[] = [];
   private waiters: (() => void)[] = [];
@@ -118,9 +139,12 @@ export class AuditWriter {
     if (batch.length === 0) return;
     // The whole batch as one JSON parameter, unpacked by the database in order: one bind value instead of eight
     // per event, and one statement text whatever the batch size (the embedded store pays per bind and per parse).
-    const rows = JSON.stringify(
-      batch.map((e) => [e.type, e.action, e.outcome ?? 'ok', e.actor.kind, actorId(e.actor), e.subject ?? null, e.host ?? null, e.data ?? {}]),
-    );
+    let rows: string;
+    try {
+      rows = JSON.stringify(batch.map(rowOf));
+    } catch {
+      rows = JSON.stringify(batch.map(writableRowOf));
+    }
     try {
       await this.db.query(
         `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)

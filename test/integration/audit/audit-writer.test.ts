@@ -86,6 +86,19 @@ describeEachStore('audit writer', ({ store, kind }) => {
     assert.equal(await count(db, 'close'), 25);
   });
 
+  test('an event whose data is no JSON is written without it, and the events around it as they are', async () => {
+    const writer = new AuditWriter(db, { batchSize: 10, flushMs: 5 });
+    writer.enqueue({ type: 'llm', action: 'llm.request', actor, subject: 'unwritable', data: { i: 0 } });
+    writer.enqueue({ type: 'llm', action: 'llm.request', actor, subject: 'unwritable', data: { n: 1n } });
+    writer.enqueue({ type: 'llm', action: 'llm.request', actor, subject: 'unwritable', data: { i: 2 } });
+    await writer.drain();
+    const rows = (await db.query<{ data: Record<string, unknown> }>(`SELECT data FROM audit_events WHERE subject = 'unwritable' ORDER BY id`)).rows;
+    assert.deepEqual(rows[0]!.data, { i: 0 });
+    assert.match(String(rows[1]!.data.unwritableData), /could not be written as JSON: .*BigInt/);
+    assert.deepEqual(rows[2]!.data, { i: 2 });
+    await writer.close();
+  });
+
   test('an event with a host must be an egress event', () => {
     const writer = new AuditWriter(db);
     assert.throws(() => writer.enqueue({ type: 'llm', action: 'llm.request', actor, host: 'x.example' }), /egress/);
