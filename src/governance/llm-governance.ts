@@ -164,21 +164,11 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   },
   section: (ctx) => ({ llm: llmSection(ctx) }),
   /** Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. */
+  // One template string, not an array joined: this runs on every call (the array and its join were garbage each time).
   memoKey: (ctx) =>
-    [
-      ctx.tier,
-      ctx.caller.agentId,
-      ctx.caller.developer?.id ?? '',
-      ctx.caller.developer?.role ?? '',
-      ctx.caller.sessionId,
-      ctx.call.provider,
-      ctx.call.upstream,
-      policyRoute(ctx.call.provider, ctx.call.route),
-      ctx.call.model ?? '',
-      ctx.call.stream ? 1 : 0,
-      ctx.call.maxTokens ?? 0,
-      modelAccessGranted(ctx) ? 1 : 0,
-    ].join('\u0000'),
+    `${ctx.tier}\u0000${ctx.caller.agentId}\u0000${ctx.caller.developer?.id ?? ''}\u0000${ctx.caller.developer?.role ?? ''}\u0000${ctx.caller.sessionId}` +
+    `\u0000${ctx.call.provider}\u0000${ctx.call.upstream}\u0000${policyRoute(ctx.call.provider, ctx.call.route)}\u0000${ctx.call.model ?? ''}` +
+    `\u0000${ctx.call.stream ? 1 : 0}\u0000${ctx.call.maxTokens ?? 0}\u0000${modelAccessGranted(ctx) ? 1 : 0}`,
   action: () => 'llm.request',
   host: () => null,
   label: (call) => call.provider,

@@ -212,7 +212,8 @@ class JsonMeter implements UsageMeter {
   }
 
   finish(): TokenUsage | undefined {
-    const text = Buffer.concat(this.chunks).toString('utf8');
+    // Most answers arrive in one chunk: decoded as it is, without a concatenated copy.
+    const text = (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)).toString('utf8');
     if (this.truncated) return complete(usageInTail(text));
     try {
       const parsed = JSON.parse(text) as unknown;
