@@ -163,8 +163,10 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
       }),
   },
   section: (ctx) => ({ llm: llmSection(ctx) }),
-  /** Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. */
-  // One template string, not an array joined: this runs on every call (the array and its join were garbage each time).
+  /**
+   * Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. One
+   * template string, not an array joined: it is built on every call.
+   */
   memoKey: (ctx) =>
     `${ctx.tier}\u0000${ctx.caller.agentId}\u0000${ctx.caller.developer?.id ?? ''}\u0000${ctx.caller.developer?.role ?? ''}\u0000${ctx.caller.sessionId}` +
     `\u0000${ctx.call.provider}\u0000${ctx.call.upstream}\u0000${policyRoute(ctx.call.provider, ctx.call.route)}\u0000${ctx.call.model ?? ''}` +
