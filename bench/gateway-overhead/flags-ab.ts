@@ -104,9 +104,9 @@ async function sitting(startOrder: readonly ('A' | 'B')[]): Promise<Record<'A' |
   }
 }
 
-// Two identical replicas measured this way differ by about 5% in CPU per request, always in favour of the one
-// started second (an A/A run, 2026-11-28: 8 of 8 rounds). So the comparison sits twice, B started second and then
-// A, and B against A is the geometric mean of the two sittings' medians: the start order's share cancels.
+// Two identical replicas measured this way differed by 5-6% in CPU per request (an A/A run, 2026-11-28: 8 of 8
+// rounds, for the one started second): each process brings its own luck. So the comparison sits twice with fresh
+// processes, B started second and then first, and B against A is the geometric mean of the two sittings' medians.
 const sittings = [await sitting(['A', 'B']), await sitting(['B', 'A'])];
 const line = (label: string, pick: (x: Figures) => number) => {
   const medians = sittings.map((rs) => median(rs.map((r) => pick(r.B) / pick(r.A))));
