@@ -1,10 +1,10 @@
 /**
- * Reins under two sets of Node flags, side by side: both replicas run at once (each on its own fresh database,
+ * Two variants of Reins side by side (other Node flags, or another checkout's build): both replicas run at once (each on its own fresh database,
  * both pinned to CPU 1 with the fake upstream and the load generator on CPU 0), and the rounds alternate between
  * them, the one not measured frozen (SIGSTOP). Each round measures both at their maximum (CPU per request,
  * requests/s) and at a paced rate (p99, CPU per request); the report gives B against A round by round, since the
- * machine's speed moves between rounds by more than the differences a flag makes. It sits twice, with the start
- * order swapped (see `sittings`).
+ * machine's speed moves between rounds by more than the differences compared here. It sits twice, with fresh
+ * processes and the start order swapped (see `sittings`).
  *
  *   node --import tsx bench/gateway-overhead/flags-ab.ts --b=--single-threaded-gc [--a='…'] [--rounds 8] [--store pg|pglite]
  *
