@@ -77,8 +77,6 @@ export interface TargetSummary {
   cpuUsPerRequestPaced: number | null;
   /** PostgreSQL's CPU per answered request during the max-throughput job, µs (null where not measured). */
   storeCpuUsPerRequest: number | null;
-  /** The same at the paced rate, µs. */
-  storeCpuUsPerRequestPaced: number | null;
   byRound: RoundFigures[];
 }
 
@@ -167,7 +165,6 @@ export function summarize(records: TargetRecord[], pooled: Pooled): TargetSummar
         cpuUsPerRequest: medianOf(max.map(cpuPer)),
         cpuUsPerRequestPaced: medianOf(rec.rounds.paced.map(cpuPer)),
         storeCpuUsPerRequest: medianOf(max.map(storeCpuPer)),
-        storeCpuUsPerRequestPaced: medianOf(rec.rounds.paced.map(storeCpuPer)),
         byRound,
       };
     });
