@@ -23,6 +23,10 @@ export interface FakeProviders {
   hits: UpstreamHit[];
   /** Responses the gateway hung up on before they ended. */
   abandoned: number;
+  /** Writes of the `big-stream` answer that found the gateway's side of the socket full (the fake then waits for drain). */
+  backpressured: number;
+  /** `big-stream` answers written to their end. */
+  bigStreamsSent: number;
   close(): Promise<void>;
 }
 
@@ -94,12 +98,45 @@ function sse(res: ServerResponse, events: readonly { event?: string; data: unkno
   res.end();
 }
 
+/** What `big-stream` sends: BIG_STREAM_EVENTS events of about 64 KiB (16 MiB), written as fast as the gateway takes them. */
+export const BIG_STREAM_EVENTS = 256;
+export const BIG_STREAM_TEXT = 'x'.repeat(64_000);
+
+function bigStream(res: ServerResponse, state: { backpressured: number; bigStreamsSent: number }): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const event = `data: ${JSON.stringify({ id: 'chatcmpl-big', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: BIG_STREAM_TEXT } }] })}\n\n`;
+  let sent = 0;
+  const more = (): void => {
+    while (sent < BIG_STREAM_EVENTS) {
+      sent++;
+      if (!res.write(event)) {
+        state.backpressured++;
+        res.once('drain', more);
+        return;
+      }
+    }
+    res.end('data: [DONE]\n\n');
+    state.bigStreamsSent++;
+  };
+  more();
+}
+
 function openai(res: ServerResponse, method: string, path: string, body: Record<string, unknown>, answerModel?: string): void {
   if (body.model === 'rate-limited') {
     return json(res, 429, { error: { message: 'Rate limit reached for requests (fake)', type: 'requests', param: null, code: 'rate_limit_exceeded' } });
   }
   if (body.model === 'bad-request') {
     return json(res, 400, { error: { message: "Invalid value for 'temperature' (fake)", type: 'invalid_request_error', param: 'temperature', code: null } });
+  }
+  if (body.model === 'silent') {
+    // No answer at all until the gateway hangs up: a provider still thinking.
+    return;
+  }
+  if (body.model === 'cut-stream') {
+    // One chunk, then the provider's connection drops mid-answer.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"id":"chatcmpl-cut","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n', () => res.socket?.destroy());
+    return;
   }
   if (body.model === 'slow-stream') {
     // One chunk, then silence until the gateway hangs up: lets a test see the upstream call cancelled.
@@ -286,7 +323,7 @@ export interface FakeOptions {
 
 export async function startFakeProviders(options: FakeOptions = {}): Promise<FakeProviders> {
   const hits: UpstreamHit[] = [];
-  const state = { abandoned: 0 };
+  const state = { abandoned: 0, backpressured: 0, bigStreamsSent: 0 };
   const server = createServer((req, res) => {
     res.on('close', () => {
       if (!res.writableFinished) state.abandoned++;
@@ -302,6 +339,7 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
         body = {};
       }
       const path = url.split('?')[0] ?? url;
+      if (body.model === 'big-stream') return bigStream(res, state);
       if (path.startsWith('/model/')) {
         const bad = options.sigv4 ? verifySigV4(req.method ?? 'GET', url, req.headers, raw, options.sigv4.keys, options.sigv4.region) : null;
         if (bad !== null) return json(res, 403, { message: `${bad} (fake)` }, { 'x-amzn-errortype': 'InvalidSignatureException' });
@@ -322,6 +360,12 @@ export async function startFakeProviders(options: FakeOptions = {}): Promise<Fak
     hits,
     get abandoned() {
       return state.abandoned;
+    },
+    get backpressured() {
+      return state.backpressured;
+    },
+    get bigStreamsSent() {
+      return state.bigStreamsSent;
     },
     close: closeServer,
   };

@@ -3,7 +3,7 @@
  * it arrives: status, provider errors and end-to-end headers pass through, bodies byte for byte.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool } from 'undici';
+import { Pool, util } from 'undici';
 import { HOP_BY_HOP_HEADERS } from '../../shared/hop-by-hop.js';
 
 /** RFC 9110 hop-by-hop headers plus those the gateway sets itself. */
@@ -53,6 +53,45 @@ export function downstreamHeaders(upstream: IncomingHttpHeaders, sameBody = fals
     out[n] = value;
   }
   return out;
+}
+
+/** An upstream answer's headers as undici's dispatcher hands them over: `[name, value, name, value, …]` in bytes. */
+export interface AnswerHeaders {
+  /** Lower-case name to value (a repeated name: every value, in order), for the gateway's own reading. */
+  byName: Record<string, string | string[]>;
+  /** What `downstreamHeaders` keeps, as the flat `[name, value, …]` list `writeHead` takes (repeats kept as lines). */
+  forClient: string[];
+}
+
+/**
+ * `downstreamHeaders` on the raw list: one pass that both reads the answer's headers and picks the client's, without
+ * the header object undici's `request()` builds and Node's `writeHead` then walks again.
+ */
+export function answerHeaders(raw: readonly Buffer[], sameBody = false): AnswerHeaders {
+  const byName: Record<string, string | string[]> = {};
+  const names: string[] = [];
+  const values: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = util.headerNameToString(raw[i]!);
+    const value = raw[i + 1]!.toString('latin1');
+    names.push(name);
+    values.push(value);
+    const seen = byName[name];
+    // An own property only: a header named like an Object.prototype member ("constructor") must not find it.
+    if (seen === undefined || !Object.hasOwn(byName, name)) {
+      if (name === '__proto__') Object.defineProperty(byName, name, { value, enumerable: true, configurable: true, writable: true });
+      else byName[name] = value;
+    } else if (typeof seen === 'string') byName[name] = [seen, value];
+    else seen.push(value);
+  }
+  const connectionListed = listedInConnection(Object.hasOwn(byName, 'connection') ? byName.connection : undefined);
+  const forClient: string[] = [];
+  for (let i = 0; i < names.length; i++) {
+    const n = names[i]!;
+    if (n === 'content-length' ? !sameBody : HOP_BY_HOP.has(n) || NEVER_DOWNSTREAM.has(n) || connectionListed.has(n)) continue;
+    forClient.push(n, values[i]!);
+  }
+  return { byName, forClient };
 }
 
 const NONE: ReadonlySet<string> = new Set();

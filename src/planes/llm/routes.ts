@@ -11,12 +11,12 @@
  * `app.inject`; both paths run the same code. Errors here answer in the provider's shape, not Reins'.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBodyNow, type BodyRead } from '../../shared/read-body.js';
-import { Upstreams, downstreamHeaders, upstreamHeaders } from './forward.js';
+import { Upstreams, upstreamHeaders } from './forward.js';
+import { AnswerRelay } from './relay.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
@@ -284,17 +284,6 @@ export class LlmGateway<C = GatewayCaller> {
       return;
     }
 
-    // A client that goes away while the provider is still thinking cancels the upstream call. The signal is an
-    // EventEmitter, which undici accepts: an AbortController (and the DOMException of its abort) per call was a
-    // measurable share of the gateway's CPU.
-    const cancel = new EventEmitter();
-    let cancelled = false;
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      cancelled = true;
-      cancel.emit('abort');
-    });
-
     const upstreamPath = upstreamRoute(provider, route);
     // The trace context Reins continues (traceparent) travels with the provider's credential.
     let headers = upstreamHeaders(
@@ -315,59 +304,50 @@ export class LlmGateway<C = GatewayCaller> {
         complete({ status: failed.status, end: 'upstream_unreachable' });
         return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
       }
-    }
-    let answer;
-    try {
-      answer = await this.upstreams.pool(settings.baseUrl).request({
-        method: method as 'GET' | 'POST' | 'DELETE',
-        path: upstreamPath,
-        headers,
-        body: rawBody,
-        signal: cancel,
-      });
-    } catch (err) {
-      if (cancelled) {
+      if (res.destroyed || req.socket.destroyed) {
         complete({ status: 499, end: 'client_aborted' });
         return;
       }
-      this.log.warn({ err, upstream: upstream.name }, 'upstream unreachable');
-      const origin = new URL(settings.baseUrl).origin;
-      const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${(err as Error).message}`);
-      complete({ status: failed.status, end: 'upstream_unreachable' });
-      return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
     }
 
-    const status = answer.statusCode;
-    const answerBody = answer.body;
-    // The meter sees each chunk on its way to the client; it never holds the stream back.
-    const meter = endpoint.metered && status >= 200 && status < 300 ? meterFor(answer.headers) : NO_METER;
-    let upstreamFailed = false;
-    answerBody.once('error', () => {
-      if (!cancelled) upstreamFailed = true;
-      res.destroy();
-    });
-    res.once('close', () => {
-      if (!res.writableFinished) answerBody.destroy();
-      let usage = meter.finish();
-      const seen = meter.seen?.();
-      // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
-      if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[provider].estimateUsage) usage = estimatedUsage(body, seen?.textChars ?? 0);
-      const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
-      const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
-      if (seen?.model !== undefined) result.responseModel = seen.model;
-      complete(result);
-    });
-    if (held && (status < 200 || status >= 300)) {
-      // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
-      const chunks: Buffer[] = [];
-      answerBody.on('data', (chunk: Buffer) => chunks.push(chunk));
+    // The answer goes to the client as it arrives (relay.ts); a client that goes away cancels the upstream call.
+    let status = 0;
+    let meter = NO_METER;
+    const relay = new AnswerRelay(res, {
+      answered: (answerStatus, answerHeaders) => {
+        status = answerStatus;
+        // The meter sees each chunk on its way to the client; it never holds the stream back.
+        if (endpoint.metered && status >= 200 && status < 300) meter = meterFor(answerHeaders.byName);
+        // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
+        if (held && (status < 200 || status >= 300)) return 'collect';
+        if (!held) res.writeHead(status, answerHeaders.forClient);
+        return { observe: meter === NO_METER ? null : (chunk) => observe(meter, chunk) };
+      },
       // As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins.
-      answerBody.once('end', () => sseError(res, provider, Buffer.concat(chunks).toString('utf8'), ''));
-      return;
-    }
-    if (!held) res.writeHead(status, downstreamHeaders(answer.headers, true));
-    if (meter !== NO_METER) answerBody.on('data', (chunk: Buffer) => observe(meter, chunk));
-    answerBody.pipe(res);
+      collected: (answerBody) => sseError(res, provider, answerBody.toString('utf8'), ''),
+      failed: (err, clientGone) => {
+        if (clientGone) {
+          complete({ status: 499, end: 'client_aborted' });
+          return;
+        }
+        this.log.warn({ err, upstream: upstream.name }, 'upstream unreachable');
+        const origin = new URL(settings.baseUrl).origin;
+        const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${err.message}`);
+        complete({ status: failed.status, end: 'upstream_unreachable' });
+        if (held) sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path));
+        else send(res, failed);
+      },
+      ended: (end) => {
+        let usage = meter.finish();
+        const seen = meter.seen?.();
+        // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
+        if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[provider].estimateUsage) usage = estimatedUsage(body, seen?.textChars ?? 0);
+        const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
+        if (seen?.model !== undefined) result.responseModel = seen.model;
+        complete(result);
+      },
+    });
+    this.upstreams.pool(settings.baseUrl).dispatch({ method: method as 'GET' | 'POST' | 'DELETE', path: upstreamPath, headers, body: rawBody }, relay);
   }
 }
 

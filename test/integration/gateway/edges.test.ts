@@ -1,7 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { request } from 'node:http';
 import { CLIENT_TOKEN, startGateway, type Harness } from '../../fakes/gateway-harness.js';
+import { BIG_STREAM_EVENTS, BIG_STREAM_TEXT } from '../../fakes/fake-providers.js';
 import { unusedPort } from '../../helpers/ports.js';
 
 const auth = { authorization: `Bearer ${CLIENT_TOKEN}`, 'content-type': 'application/json' };
@@ -32,6 +34,74 @@ describe('LLM gateway: edges of the data path', () => {
     assert.equal(done?.result.end, 'client_aborted');
     for (let i = 0; i < 100 && h.fake.abandoned === abandonedBefore; i++) await new Promise((res) => setTimeout(res, 5));
     assert.equal(h.fake.abandoned, abandonedBefore + 1, 'the upstream connection was closed');
+  });
+
+  test('a client that goes away before the provider answers cancels the upstream call (client_aborted)', async () => {
+    const before = h.completed.length;
+    const abandonedBefore = h.fake.abandoned;
+    const hits = h.fake.hits.length;
+    const abort = new AbortController();
+    const pending = fetch(`${h.url}/llm/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ model: 'silent', messages: [] }),
+      signal: abort.signal,
+    }).catch((err: unknown) => err);
+    // The call reached the provider, which is still thinking.
+    for (let i = 0; i < 400 && h.fake.hits.length === hits; i++) await new Promise((res) => setTimeout(res, 5));
+    abort.abort();
+    assert.ok((await pending) instanceof Error);
+    const done = (await h.completions(before + 1))[before];
+    assert.deepEqual([done?.result.status, done?.result.end], [499, 'client_aborted']);
+    for (let i = 0; i < 400 && h.fake.abandoned === abandonedBefore; i++) await new Promise((res) => setTimeout(res, 5));
+    assert.equal(h.fake.abandoned, abandonedBefore + 1, 'the upstream connection was closed');
+  });
+
+  test("a provider that drops mid-answer: the client's answer is cut too, and the call is upstream_unreachable", async () => {
+    const before = h.completed.length;
+    const r = await fetch(`${h.url}/llm/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ model: 'cut-stream', stream: true, messages: [] }),
+    });
+    assert.equal(r.status, 200);
+    // The bytes that came are the client's; the stream then fails instead of ending as if complete.
+    await assert.rejects(r.text());
+    const done = (await h.completions(before + 1))[before];
+    assert.deepEqual([done?.result.status, done?.result.end], [200, 'upstream_unreachable']);
+  });
+
+  test('a client that reads slowly holds the provider back (no unbounded buffering), then gets every byte, metered', async () => {
+    const before = h.completed.length;
+    const pressedBefore = h.fake.backpressured;
+    const sentBefore = h.fake.bigStreamsSent;
+    const body = JSON.stringify({ model: 'big-stream', stream: true, messages: [] });
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = request(`${h.url}/llm/openai/v1/chat/completions`, { method: 'POST', headers: { ...auth, 'content-length': Buffer.byteLength(body) } }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(res.statusCode, 200);
+    // Not reading: once the client's socket and Reins' are full, Reins stops reading the provider, whose writes then
+    // wait. 16 MiB would otherwise pass through at once.
+    res.pause();
+    for (let i = 0; i < 2000 && h.fake.backpressured === pressedBefore; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(h.fake.backpressured > pressedBefore, 'the provider was held back');
+    // And stays held back while the client does not read: a gateway that ignored its client's full socket took all
+    // 16 MiB from the provider within 0.3 s of the first wait here (the same test, that line of relay.ts changed).
+    for (let i = 0; i < 200 && h.fake.bigStreamsSent === sentBefore; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(h.fake.bigStreamsSent, sentBefore, 'the provider is still waiting to write');
+    assert.equal(h.completed.length, before, 'the call is still under way');
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => (text += chunk));
+    res.resume();
+    await new Promise((r) => res.once('end', r));
+    assert.equal(text.split(BIG_STREAM_TEXT).length - 1, BIG_STREAM_EVENTS, 'every event arrived');
+    assert.ok(text.endsWith('data: [DONE]\n\n'));
+    assert.equal(h.fake.bigStreamsSent, sentBefore + 1);
+    const done = (await h.completions(before + 1))[before];
+    assert.equal(done?.result.end, 'forwarded');
   });
 
   test("a sized answer reaches the client with the upstream's content-length, not re-framed as chunked", async () => {

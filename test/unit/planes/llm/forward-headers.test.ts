@@ -1,7 +1,7 @@
 /** Which headers the LLM gateway sends upstream and passes back (planes/llm/forward.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { downstreamHeaders, upstreamHeaders } from '../../../../src/planes/llm/forward.js';
+import { answerHeaders, downstreamHeaders, upstreamHeaders } from '../../../../src/planes/llm/forward.js';
 
 test('upstream: the credential replaces the client\'s, whatever header its SDK used', () => {
   const out = upstreamHeaders(
@@ -55,4 +55,40 @@ test('downstream: cookies and hop-by-hop headers are dropped; content-length kep
 
 test('downstream: a header the upstream lists in Connection is dropped', () => {
   assert.deepEqual(downstreamHeaders({ connection: 'close, x-hop', 'x-hop': '1', 'x-keep': '2' }), { 'x-keep': '2' });
+});
+
+/** Raw headers as undici's dispatcher hands them over: names and values in bytes, in the order they came. */
+const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'latin1'));
+
+test('answer headers: the same choice as downstreamHeaders, read from the raw list in one pass', () => {
+  const answer = raw('Content-Type', 'application/json', 'Content-Length', '42', 'Set-Cookie', 'a=b', 'Connection', 'keep-alive', 'X-Request-Id', 'r1', 'Alt-Svc', 'h3=":443"');
+  assert.deepEqual(answerHeaders(answer).forClient, ['content-type', 'application/json', 'x-request-id', 'r1']);
+  assert.deepEqual(answerHeaders(answer, true).forClient, ['content-type', 'application/json', 'content-length', '42', 'x-request-id', 'r1']);
+  assert.deepEqual(answerHeaders(answer).byName, {
+    'content-type': 'application/json',
+    'content-length': '42',
+    'set-cookie': 'a=b',
+    connection: 'keep-alive',
+    'x-request-id': 'r1',
+    'alt-svc': 'h3=":443"',
+  });
+});
+
+test('answer headers: a repeated name stays one line each for the client and every value for the gateway', () => {
+  const got = answerHeaders(raw('Link', '<a>; rel=next', 'link', '<b>; rel=prev', 'LINK', '<c>; rel=last'));
+  assert.deepEqual(got.forClient, ['link', '<a>; rel=next', 'link', '<b>; rel=prev', 'link', '<c>; rel=last']);
+  assert.deepEqual(got.byName.link, ['<a>; rel=next', '<b>; rel=prev', '<c>; rel=last']);
+});
+
+test('answer headers: names listed in Connection are dropped; Object.prototype names are plain headers', () => {
+  const got = answerHeaders(raw('Connection', 'close, X-Hop', 'X-Hop', '1', 'X-Keep', '2', 'constructor', 'c', '__proto__', 'p', 'toString', 't'));
+  assert.deepEqual(got.forClient, ['x-keep', '2', 'constructor', 'c', '__proto__', 'p', 'tostring', 't']);
+  assert.equal(got.byName.constructor, 'c');
+  assert.equal(Object.getOwnPropertyDescriptor(got.byName, '__proto__')?.value, 'p');
+  assert.equal(Object.getPrototypeOf(got.byName), Object.prototype, 'the object itself is untouched');
+});
+
+test('answer headers: values are bytes as latin1, as undici and Node read them', () => {
+  const got = answerHeaders([Buffer.from('x-name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])]);
+  assert.equal(got.byName['x-name'], 'caf\u00e9');
 });
