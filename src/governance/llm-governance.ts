@@ -30,7 +30,7 @@ import { settleBudget } from '../budgets/budget-store.js';
 import type { GatewayRules } from '../budgets/gateway-rules.js';
 import { recordEnd } from './audit-record.js';
 import { CallContexts, newCallContext, type CallContext, type PlaneSpec, type StepResult } from './call-context.js';
-import { resolveCaller, type GovernedCaller } from './caller.js';
+import { resolveCallerNow, type GovernedCaller } from './caller.js';
 import type { CredentialCache } from './credential-cache.js';
 import { GovernancePipeline } from './pipeline.js';
 import { auditRoomStep } from './steps/audit-room-step.js';
@@ -197,16 +197,20 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     this.pipeline = new GovernancePipeline(deps);
   }
 
-  authenticate(credential: GatewayCredential): Promise<GovernedCaller | null> {
-    return resolveCaller(this.deps, credential.secret, credential.headers);
+  authenticate(credential: GatewayCredential): GovernedCaller | null | Promise<GovernedCaller | null> {
+    return resolveCallerNow(this.deps, credential.secret, credential.headers);
   }
 
-  async decide(call: Call, events?: DecideEvents): Promise<GatewayDecision> {
+  /** A value when the pipeline decided without waiting (no store read, no hold), else a promise. */
+  decide(call: Call, events?: DecideEvents): GatewayDecision | Promise<GatewayDecision> {
     const ctx = newCallContext(LLM_PLANE, call, call.caller);
     ctx.beforeHold = events?.onHeld;
     this.contexts.begin(call, ctx);
     const run = this.pipeline.run(ctx);
-    const decided = run instanceof Promise ? await run : run;
+    return run instanceof Promise ? run.then((decided) => this.decision(ctx, decided)) : this.decision(ctx, run);
+  }
+
+  private decision(ctx: Context, decided: Awaited<ReturnType<GovernancePipeline<LlmGovernanceDeps>['run']>>): GatewayDecision {
     const refusal = decided.refusal;
     if (refusal) {
       return refusal.retryAfterSeconds === undefined

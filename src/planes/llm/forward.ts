@@ -55,43 +55,48 @@ export function downstreamHeaders(upstream: IncomingHttpHeaders, sameBody = fals
   return out;
 }
 
-/** An upstream answer's headers as undici's dispatcher hands them over: `[name, value, name, value, …]` in bytes. */
-export interface AnswerHeaders {
-  /** Lower-case name to value (a repeated name: every value, in order), for the gateway's own reading. */
-  byName: Record<string, string | string[]>;
-  /** What `downstreamHeaders` keeps, as the flat `[name, value, …]` list `writeHead` takes (repeats kept as lines). */
-  forClient: string[];
-}
-
 /**
- * `downstreamHeaders` on the raw list: one pass that both reads the answer's headers and picks the client's, without
- * the header object undici's `request()` builds and Node's `writeHead` then walks again.
+ * An upstream answer's headers as undici's dispatcher hands them over (`[name, value, name, value, …]` in bytes),
+ * read once: the lines the client gets, and a lookup for the gateway's own reading. No object keyed by header name
+ * is built: a fresh object given a dozen names one by one cost more than everything else here (perf, 2026-11-28).
  */
-export function answerHeaders(raw: readonly Buffer[], sameBody = false): AnswerHeaders {
-  const byName: Record<string, string | string[]> = {};
-  const names: string[] = [];
-  const values: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = util.headerNameToString(raw[i]!);
-    const value = raw[i + 1]!.toString('latin1');
-    names.push(name);
-    values.push(value);
-    const seen = byName[name];
-    // An own property only: a header named like an Object.prototype member ("constructor") must not find it.
-    if (seen === undefined || !Object.hasOwn(byName, name)) {
-      if (name === '__proto__') Object.defineProperty(byName, name, { value, enumerable: true, configurable: true, writable: true });
-      else byName[name] = value;
-    } else if (typeof seen === 'string') byName[name] = [seen, value];
-    else seen.push(value);
+export class AnswerHeaders {
+  /** Every header as `[name, value, …]`, names lower-case, in the order they came. */
+  private readonly lines: string[];
+  /** What `downstreamHeaders` keeps, as the flat `[name, value, …]` list `writeHead` takes (repeats kept as lines). */
+  readonly forClient: string[];
+
+  /** `sameBody`: the body goes to the client byte for byte, so the upstream's content-length holds and is kept. */
+  constructor(raw: readonly Buffer[], sameBody = false) {
+    const lines: string[] = [];
+    const forClient: string[] = [];
+    let connection: string | undefined;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = util.headerNameToString(raw[i]!);
+      const value = raw[i + 1]!.toString('latin1');
+      lines.push(name, value);
+      if (name === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
+      if (name === 'content-length' ? sameBody : !HOP_BY_HOP.has(name) && !NEVER_DOWNSTREAM.has(name)) forClient.push(name, value);
+    }
+    this.lines = lines;
+    // Names the answer lists in Connection are hop-by-hop too (rare: most answers say keep-alive or nothing).
+    const listed = listedInConnection(connection);
+    this.forClient = listed.size === 0 ? forClient : forClient.filter((_, i, all) => !listed.has(all[i - (i % 2)]!));
   }
-  const connectionListed = listedInConnection(Object.hasOwn(byName, 'connection') ? byName.connection : undefined);
-  const forClient: string[] = [];
-  for (let i = 0; i < names.length; i++) {
-    const n = names[i]!;
-    if (n === 'content-length' ? !sameBody : HOP_BY_HOP.has(n) || NEVER_DOWNSTREAM.has(n) || connectionListed.has(n)) continue;
-    forClient.push(n, values[i]!);
+
+  /** The value of a header (lower-case name), the first when repeated; undefined when absent. */
+  get(name: string): string | undefined {
+    const lines = this.lines;
+    for (let i = 0; i < lines.length; i += 2) if (lines[i] === name) return lines[i + 1];
+    return undefined;
   }
-  return { byName, forClient };
+
+  /** Every value of a header, in order. */
+  all(name: string): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < this.lines.length; i += 2) if (this.lines[i] === name) out.push(this.lines[i + 1]!);
+    return out;
+  }
 }
 
 const NONE: ReadonlySet<string> = new Set();

@@ -12,7 +12,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { type AnswerHeaders, answerHeaders } from './forward.js';
+import { AnswerHeaders } from './forward.js';
 
 /** How the call's answer ended, as the audit's `end` says it. */
 export type RelayEnd = 'forwarded' | 'upstream_unreachable' | 'client_aborted';
@@ -66,7 +66,7 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
     this.resumeCall = resume;
     let how: ReturnType<RelayRoute['answered']>;
     try {
-      how = this.route.answered(status, answerHeaders(raw, true));
+      how = this.route.answered(status, new AnswerHeaders(raw, true));
     } catch (err) {
       // Headers the client cannot be given (writeHead refused them): the call fails as an unreachable upstream would.
       this.abortCall?.(err as Error);

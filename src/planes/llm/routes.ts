@@ -217,7 +217,9 @@ export class LlmGateway<C = GatewayCaller> {
     }
     const wait = deps.failedAuth?.retryAfter(req) ?? null;
     if (wait !== null) return send(res, rateLimited(provider, wait));
-    const caller = await deps.hooks.authenticate({ secret, provider, upstream: upstream.name, headers: req.headers });
+    // Awaited only when it is a promise: an await costs a turn of the microtask queue even on a plain value.
+    const authenticated = deps.hooks.authenticate({ secret, provider, upstream: upstream.name, headers: req.headers });
+    const caller = authenticated instanceof Promise ? await authenticated : authenticated;
     if (caller === null) {
       deps.failedAuth?.failed(req, 'llm', 'unknown, revoked or expired token');
       return send(res, gatewayAnswer(provider, 'unauthenticated', 'the Reins token is unknown, revoked or expired'));
@@ -263,12 +265,13 @@ export class LlmGateway<C = GatewayCaller> {
     // A streaming call parked for approval gets its headers at once and protocol pings while it waits, so that
     // neither the SDK nor a proxy on the way gives up on a silent connection; the outcome then arrives in-stream.
     let keepAlive: KeepAlive | null = null;
-    const decision = await deps.hooks.decide(call, {
+    const deciding = deps.hooks.decide(call, {
       onHeld: () => {
         const ping = DESCRIPTIONS[provider].sse.keepAlive;
         if (call.stream && ping !== null && !res.headersSent) keepAlive = startKeepAlive(res, ping, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
       },
     });
+    const decision = deciding instanceof Promise ? await deciding : deciding;
     const held = keepAlive as KeepAlive | null;
     held?.stop();
     if (decision.outcome === 'deny') {
@@ -317,7 +320,7 @@ export class LlmGateway<C = GatewayCaller> {
       answered: (answerStatus, answerHeaders) => {
         status = answerStatus;
         // The meter sees each chunk on its way to the client; it never holds the stream back.
-        if (endpoint.metered && status >= 200 && status < 300) meter = meterFor(answerHeaders.byName);
+        if (endpoint.metered && status >= 200 && status < 300) meter = meterFor(answerHeaders);
         // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
         if (held && (status < 200 || status >= 300)) return 'collect';
         if (!held) res.writeHead(status, answerHeaders.forClient);

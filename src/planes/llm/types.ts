@@ -89,10 +89,16 @@ export interface DecideEvents {
 }
 
 export interface GatewayHooks<C = GatewayCaller> {
-  /** The caller a Reins secret belongs to, or null when it is unknown, revoked or expired. */
-  authenticate(credential: GatewayCredential): Promise<C | null>;
-  /** `events.onHeld` is called when the call is parked for a person's decision (the gateway keeps the client alive). */
-  decide(call: LlmCall<C>, events?: DecideEvents): Promise<GatewayDecision>;
+  /**
+   * The caller a Reins secret belongs to, or null when it is unknown, revoked or expired. A value, not a promise,
+   * when nothing had to be read (a cached credential): the gateway then goes on in the same tick.
+   */
+  authenticate(credential: GatewayCredential): C | null | Promise<C | null>;
+  /**
+   * `events.onHeld` is called when the call is parked for a person's decision (the gateway keeps the client alive).
+   * A value, not a promise, when every step decided without waiting (the common case).
+   */
+  decide(call: LlmCall<C>, events?: DecideEvents): GatewayDecision | Promise<GatewayDecision>;
   /** Called exactly once per decided call, after the last byte went to the client (or it went away). Must not throw. */
   completed(call: LlmCall<C>, result: CallResult): void;
 }

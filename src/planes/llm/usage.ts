@@ -331,14 +331,19 @@ class NoMeter implements UsageMeter {
   }
 }
 
+/** An answer's headers by lower-case name (forward.ts's AnswerHeaders; a Map in tests). */
+export interface HeaderLookup {
+  get(name: string): string | undefined;
+}
+
 /**
  * The meter for an answer, chosen by its content type. Answers whose bytes are compressed are not metered
  * (the gateway asks upstream for `identity`; a provider that compresses anyway is passed through untouched).
  * Bedrock's token-count headers, when present, win over the body.
  */
-export function meterFor(headers: Record<string, string | string[] | undefined>): UsageMeter {
-  const encoding = String(headers['content-encoding'] ?? 'identity').toLowerCase();
-  const type = String(headers['content-type'] ?? '').toLowerCase();
+export function meterFor(headers: HeaderLookup): UsageMeter {
+  const encoding = (headers.get('content-encoding') ?? 'identity').toLowerCase();
+  const type = (headers.get('content-type') ?? '').toLowerCase();
   let meter: UsageMeter;
   if (encoding !== 'identity' && encoding !== '') meter = new NoMeter();
   else if (type.startsWith('text/event-stream')) meter = new SseMeter();
@@ -346,8 +351,8 @@ export function meterFor(headers: Record<string, string | string[] | undefined>)
   else if (type.includes('json')) meter = new JsonMeter();
   else meter = new NoMeter();
   const headerUsage: Counts = {
-    inputTokens: numberHeader(headers['x-amzn-bedrock-input-token-count']),
-    outputTokens: numberHeader(headers['x-amzn-bedrock-output-token-count']),
+    inputTokens: numberHeader(headers.get('x-amzn-bedrock-input-token-count')),
+    outputTokens: numberHeader(headers.get('x-amzn-bedrock-output-token-count')),
   };
   if (headerUsage.inputTokens === undefined && headerUsage.outputTokens === undefined) return meter;
   return {

@@ -5,7 +5,7 @@ import { meterFor, usageOfEvent } from '../../../src/planes/llm/usage.js';
 import { BEDROCK_STREAM_EVENTS, eventStreamFrame } from '../../fakes/fake-providers.js';
 
 function meter(contentType: string, bytes: Buffer, cuts: number[] = [], headers: Record<string, string> = {}) {
-  const m = meterFor({ 'content-type': contentType, ...headers });
+  const m = meterFor(new Map(Object.entries({ 'content-type': contentType, ...headers })));
   let at = 0;
   for (const cut of [...new Set(cuts)].sort((a, b) => a - b)) {
     m.push(bytes.subarray(at, cut));
@@ -70,7 +70,7 @@ describe('usage read as bytes stream past', () => {
   });
 
   test('a compressed answer is not metered rather than misread', () => {
-    const m = meterFor({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    const m = meterFor(new Map([['content-type', 'application/json'], ['content-encoding', 'gzip']]));
     m.push(Buffer.from('{"usage":{"prompt_tokens":1}}'));
     assert.equal(m.finish(), undefined);
   });

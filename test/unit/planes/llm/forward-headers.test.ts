@@ -1,7 +1,7 @@
 /** Which headers the LLM gateway sends upstream and passes back (planes/llm/forward.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { answerHeaders, downstreamHeaders, upstreamHeaders } from '../../../../src/planes/llm/forward.js';
+import { AnswerHeaders, downstreamHeaders, upstreamHeaders } from '../../../../src/planes/llm/forward.js';
 
 test('upstream: the credential replaces the client\'s, whatever header its SDK used', () => {
   const out = upstreamHeaders(
@@ -62,33 +62,32 @@ const raw = (...pairs: string[]): Buffer[] => pairs.map((p) => Buffer.from(p, 'l
 
 test('answer headers: the same choice as downstreamHeaders, read from the raw list in one pass', () => {
   const answer = raw('Content-Type', 'application/json', 'Content-Length', '42', 'Set-Cookie', 'a=b', 'Connection', 'keep-alive', 'X-Request-Id', 'r1', 'Alt-Svc', 'h3=":443"');
-  assert.deepEqual(answerHeaders(answer).forClient, ['content-type', 'application/json', 'x-request-id', 'r1']);
-  assert.deepEqual(answerHeaders(answer, true).forClient, ['content-type', 'application/json', 'content-length', '42', 'x-request-id', 'r1']);
-  assert.deepEqual(answerHeaders(answer).byName, {
-    'content-type': 'application/json',
-    'content-length': '42',
-    'set-cookie': 'a=b',
-    connection: 'keep-alive',
-    'x-request-id': 'r1',
-    'alt-svc': 'h3=":443"',
-  });
+  assert.deepEqual(new AnswerHeaders(answer).forClient, ['content-type', 'application/json', 'x-request-id', 'r1']);
+  assert.deepEqual(new AnswerHeaders(answer, true).forClient, ['content-type', 'application/json', 'content-length', '42', 'x-request-id', 'r1']);
+  const read = new AnswerHeaders(answer);
+  // The gateway reads every header, the ones the client does not get included.
+  assert.deepEqual(
+    ['content-type', 'content-length', 'set-cookie', 'connection', 'x-request-id', 'alt-svc', 'x-absent'].map((n) => read.get(n)),
+    ['application/json', '42', 'a=b', 'keep-alive', 'r1', 'h3=":443"', undefined],
+  );
 });
 
-test('answer headers: a repeated name stays one line each for the client and every value for the gateway', () => {
-  const got = answerHeaders(raw('Link', '<a>; rel=next', 'link', '<b>; rel=prev', 'LINK', '<c>; rel=last'));
+test('answer headers: a repeated name stays one line each for the client; get gives the first, all every value', () => {
+  const got = new AnswerHeaders(raw('Link', '<a>; rel=next', 'link', '<b>; rel=prev', 'LINK', '<c>; rel=last'));
   assert.deepEqual(got.forClient, ['link', '<a>; rel=next', 'link', '<b>; rel=prev', 'link', '<c>; rel=last']);
-  assert.deepEqual(got.byName.link, ['<a>; rel=next', '<b>; rel=prev', '<c>; rel=last']);
+  assert.equal(got.get('link'), '<a>; rel=next');
+  assert.deepEqual(got.all('link'), ['<a>; rel=next', '<b>; rel=prev', '<c>; rel=last']);
 });
 
-test('answer headers: names listed in Connection are dropped; Object.prototype names are plain headers', () => {
-  const got = answerHeaders(raw('Connection', 'close, X-Hop', 'X-Hop', '1', 'X-Keep', '2', 'constructor', 'c', '__proto__', 'p', 'toString', 't'));
+test('answer headers: names listed in Connection (over several lines) are dropped; Object.prototype names are plain headers', () => {
+  const got = new AnswerHeaders(raw('Connection', 'close, X-Hop', 'X-Hop', '1', 'Connection', 'x-other', 'X-Other', '3', 'X-Keep', '2', 'constructor', 'c', '__proto__', 'p', 'toString', 't'));
   assert.deepEqual(got.forClient, ['x-keep', '2', 'constructor', 'c', '__proto__', 'p', 'tostring', 't']);
-  assert.equal(got.byName.constructor, 'c');
-  assert.equal(Object.getOwnPropertyDescriptor(got.byName, '__proto__')?.value, 'p');
-  assert.equal(Object.getPrototypeOf(got.byName), Object.prototype, 'the object itself is untouched');
+  assert.equal(got.get('constructor'), 'c');
+  assert.equal(got.get('__proto__'), 'p');
+  assert.equal(got.get('hasOwnProperty'), undefined);
 });
 
 test('answer headers: values are bytes as latin1, as undici and Node read them', () => {
-  const got = answerHeaders([Buffer.from('x-name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])]);
-  assert.equal(got.byName['x-name'], 'caf\u00e9');
+  const got = new AnswerHeaders([Buffer.from('x-name'), Buffer.from([0x63, 0x61, 0x66, 0xe9])]);
+  assert.equal(got.get('x-name'), 'caf\u00e9');
 });

@@ -64,7 +64,7 @@ describe('usage of the new kinds', () => {
   });
 
   test('a JSON array of stream chunks (streamGenerateContent without alt=sse) is metered, and its model seen', () => {
-    const meter = meterFor({ 'content-type': 'application/json' });
+    const meter = meterFor(new Map([['content-type', 'application/json']]));
     meter.push(Buffer.from(JSON.stringify([{ usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 } }, { usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 }, modelVersion: 'gemini-2.5-flash-001' }])));
     assert.deepEqual(meter.finish(), { inputTokens: 3, outputTokens: 4 });
     assert.equal(meter.seen?.().model, 'gemini-2.5-flash-001');
