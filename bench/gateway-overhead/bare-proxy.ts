@@ -1,13 +1,14 @@
 /**
  * The floor any Node gateway stands on: a node:http server that forwards every request to the upstream over a
- * keep-alive undici Pool (the same client and pool size Reins uses) and streams the answer back. No parsing,
- * no policy, no audit: only hop-by-hop headers are dropped, as any correct proxy must.
+ * keep-alive undici Pool (the same client, pool size and dispatch path Reins uses: pass-through.ts) and streams the
+ * answer back. No parsing, no policy, no audit: only hop-by-hop headers are dropped, as any correct proxy must.
  *
  * Run as a child: node --import tsx bench/gateway-overhead/bare-proxy.ts <upstream origin>; prints {"ready":"<url>"}.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
 import { installDiagnostics } from './diagnostics.js';
+import { passThrough } from './pass-through.js';
 import { announceReady, endWithRunner } from './server-child.js';
 
 if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
@@ -28,26 +29,12 @@ function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
 }
 
 const server = createServer((req, res) => {
-  pool.request({ method: req.method as 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: req }).then(
-    (answer) => {
-      const headers: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(answer.headers)) {
-        if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
-      }
-      res.writeHead(answer.statusCode, headers);
-      // pipe, not pipeline(): pipeline's AbortController, aborted with a DOMException (a stack trace) as every answer
-      // finishes, and its stream plumbing cost about 200 µs a request here (455 against 243 µs of CPU per request).
-      // A client that leaves ends the upstream body too.
-      answer.body.pipe(res);
-      res.once('close', () => {
-        if (!res.writableFinished) answer.body.destroy();
-      });
-    },
-    (err: Error) => {
+  passThrough(pool, { method: req.method ?? 'GET', path: req.url ?? '/', headers: forwardable(req.headers), body: req }, res, HOP_BY_HOP, {
+    failed: (err) => {
       res.writeHead(502, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `upstream: ${err.message}`, type: 'api_error', param: null, code: null } }));
     },
-  );
+  });
 });
 server.keepAliveTimeout = 60_000;
 server.headersTimeout = 65_000;

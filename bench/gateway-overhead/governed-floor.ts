@@ -9,7 +9,8 @@
  *  2. authenticate: SHA-256 of the presented key, looked up in a Map (a credential cache; nothing is read per call);
  *  3. decide: one Map lookup keyed by the decision's inputs (a memoised decision: no policy is evaluated per call);
  *  4. audit the decision before forwarding: one row queued for a batched insert;
- *  5. forward over a keep-alive undici Pool with the client's key swapped for the provider's, pipe the answer back;
+ *  5. forward over a keep-alive undici Pool with the client's key swapped for the provider's, relay the answer back
+ *     (undici's dispatch, as Reins and the bare proxy: pass-through.ts);
  *  6. meter: keep the answer's bytes as they pass and parse its JSON for `usage` at the end;
  *  7. audit the end (status, duration, tokens): a second row.
  * The audit rows go to the store in batches (at most 200 rows or 20 ms apart), one multi-row INSERT per batch, the
@@ -24,6 +25,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
 import { installDiagnostics } from './diagnostics.js';
+import { passThrough } from './pass-through.js';
 import { UPSTREAM_KEY } from './payloads.js';
 import { announceReady, endWithRunner } from './server-child.js';
 
@@ -90,6 +92,8 @@ const decisions = new Map<string, boolean>();
 
 const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 });
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'content-length']);
+/** The answer's headers not passed back; its content-length is (the body passes byte for byte). */
+const NOT_BACK = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
@@ -139,33 +143,23 @@ const server = createServer((req, res) => {
     if (allowed === undefined) decisions.set(key, (allowed = model !== ''));
     audit('llm.request', caller, { model, allowed });
     if (!allowed) return refuse(res, 403, 'refused');
-    pool.request({ method: 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: raw }).then(
-      (answer) => {
-        const headers: Record<string, string | string[]> = {};
-        for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
-        if (answer.headers['content-length'] !== undefined) headers['content-length'] = answer.headers['content-length'];
-        res.writeHead(answer.statusCode, headers);
-        const seen: Buffer[] = [];
-        answer.body.on('data', (c: Buffer) => seen.push(c));
-        answer.body.once('end', () => {
-          let usage: unknown = null;
-          try {
-            usage = (JSON.parse(Buffer.concat(seen).toString('utf8')) as { usage?: unknown }).usage ?? null;
-          } catch {
-            // not JSON: no usage
-          }
-          audit('llm.request_end', caller, { status: answer.statusCode, durationMs: performance.now() - started, usage });
-        });
-        answer.body.pipe(res);
-        res.once('close', () => {
-          if (!res.writableFinished) answer.body.destroy();
-        });
+    const seen: Buffer[] = [];
+    passThrough(pool, { method: 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: raw }, res, NOT_BACK, {
+      chunk: (c) => seen.push(c),
+      ended: (status) => {
+        let usage: unknown = null;
+        try {
+          usage = (JSON.parse(Buffer.concat(seen).toString('utf8')) as { usage?: unknown }).usage ?? null;
+        } catch {
+          // not JSON: no usage
+        }
+        audit('llm.request_end', caller, { status, durationMs: performance.now() - started, usage });
       },
-      (err: Error) => {
+      failed: (err) => {
         audit('llm.request_end', caller, { status: 502, error: err.message });
         refuse(res, 502, err.message);
       },
-    );
+    });
   });
 });
 server.keepAliveTimeout = 60_000; // as the bare proxy
