@@ -207,11 +207,12 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
     ctx.beforeHold = events?.onHeld;
     this.contexts.begin(call, ctx);
     const run = this.pipeline.run(ctx);
-    return run instanceof Promise ? run.then((decided) => this.decision(ctx, decided)) : this.decision(ctx, run);
+    return run instanceof Promise ? run.then((decided) => this.decision(decided)) : this.decision(run);
   }
 
-  private decision(ctx: Context, decided: Awaited<ReturnType<GovernancePipeline<LlmGovernanceDeps>['run']>>): GatewayDecision {
-    const refusal = decided.refusal;
+  /** The gateway's answer for a decided context (the pipeline gives back the context it was given). */
+  private decision(ctx: Context): GatewayDecision {
+    const refusal = ctx.refusal;
     if (refusal) {
       return refusal.retryAfterSeconds === undefined
         ? { outcome: 'deny', reason: refusal.reason, message: refusal.message }

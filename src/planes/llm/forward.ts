@@ -37,51 +37,53 @@ export function upstreamHeaders(client: IncomingHttpHeaders, credential: Record<
 }
 
 /**
- * The answer's headers for the client. `sameBody`: the body goes to the client byte for byte, so the upstream's
- * content-length holds and is kept (the client then reads a sized body instead of a chunked one; a body cut short
- * is still an error for it). A body Reins rewrites gets its own framing.
+ * Whether an answer's header (lower-case name) goes back to the client. `sameBody`: the body goes to the client byte
+ * for byte, so the upstream's content-length holds and is kept (the client then reads a sized body instead of a
+ * chunked one; a body cut short is still an error for it). A body Reins rewrites gets its own framing.
  */
+function goesDownstream(name: string, sameBody: boolean, connectionListed: ReadonlySet<string>): boolean {
+  if (name === 'content-length') return sameBody;
+  return !HOP_BY_HOP.has(name) && !NEVER_DOWNSTREAM.has(name) && !connectionListed.has(name);
+}
+
+/** The answer's headers for the client, from a header object (the MCP proxy's answers; see `goesDownstream`). */
 export function downstreamHeaders(upstream: IncomingHttpHeaders, sameBody = false): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  if (sameBody && upstream['content-length'] !== undefined) out['content-length'] = upstream['content-length'];
   const connectionListed = listedInConnection(upstream.connection);
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined) continue;
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || NEVER_DOWNSTREAM.has(n) || connectionListed.has(n)) continue;
-    out[n] = value;
+    if (goesDownstream(n, sameBody, connectionListed)) out[n] = value;
   }
   return out;
 }
 
 /**
  * An upstream answer's headers as undici's dispatcher hands them over (`[name, value, name, value, …]` in bytes),
- * read once: the lines the client gets, and a lookup for the gateway's own reading. No object keyed by header name
- * is built: a fresh object given a dozen names one by one cost more than everything else here (perf, 2026-11-28).
+ * read once: the lines the client gets (`goesDownstream`), and a lookup for the gateway's own reading. No object
+ * keyed by header name is built: a fresh object given a dozen names one by one cost more than everything else here
+ * (perf, 2026-11-28).
  */
 export class AnswerHeaders {
   /** Every header as `[name, value, …]`, names lower-case, in the order they came. */
-  private readonly lines: string[];
-  /** What `downstreamHeaders` keeps, as the flat `[name, value, …]` list `writeHead` takes (repeats kept as lines). */
-  readonly forClient: string[];
+  private readonly lines: string[] = [];
+  /** The headers the client gets, as the flat `[name, value, …]` list `writeHead` takes (repeats kept as lines). */
+  readonly forClient: string[] = [];
 
-  /** `sameBody`: the body goes to the client byte for byte, so the upstream's content-length holds and is kept. */
   constructor(raw: readonly Buffer[], sameBody = false) {
-    const lines: string[] = [];
-    const forClient: string[] = [];
     let connection: string | undefined;
     for (let i = 0; i + 1 < raw.length; i += 2) {
       const name = util.headerNameToString(raw[i]!);
       const value = raw[i + 1]!.toString('latin1');
-      lines.push(name, value);
+      this.lines.push(name, value);
       if (name === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
-      if (name === 'content-length' ? sameBody : !HOP_BY_HOP.has(name) && !NEVER_DOWNSTREAM.has(name)) forClient.push(name, value);
     }
-    this.lines = lines;
-    // Names the answer lists in Connection are hop-by-hop too (rare: most answers say keep-alive or nothing).
+    // A second pass: the names the answer lists in Connection are known only once every line is read.
     const listed = listedInConnection(connection);
-    this.forClient = listed.size === 0 ? forClient : forClient.filter((_, i, all) => !listed.has(all[i - (i % 2)]!));
+    for (let i = 0; i < this.lines.length; i += 2) {
+      if (goesDownstream(this.lines[i]!, sameBody, listed)) this.forClient.push(this.lines[i]!, this.lines[i + 1]!);
+    }
   }
 
   /** The value of a header (lower-case name), the first when repeated; undefined when absent. */
@@ -89,13 +91,6 @@ export class AnswerHeaders {
     const lines = this.lines;
     for (let i = 0; i < lines.length; i += 2) if (lines[i] === name) return lines[i + 1];
     return undefined;
-  }
-
-  /** Every value of a header, in order. */
-  all(name: string): string[] {
-    const out: string[] = [];
-    for (let i = 0; i < this.lines.length; i += 2) if (this.lines[i] === name) out.push(this.lines[i + 1]!);
-    return out;
   }
 }
 
