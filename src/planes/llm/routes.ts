@@ -16,7 +16,7 @@ import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBodyNow, type BodyRead } from '../../shared/read-body.js';
 import { Upstreams, upstreamHeaders } from './forward.js';
-import { AnswerRelay } from './relay.js';
+import { AnswerRelay } from '../../shared/answer-relay.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
@@ -313,7 +313,7 @@ export class LlmGateway<C = GatewayCaller> {
       }
     }
 
-    // The answer goes to the client as it arrives (relay.ts); a client that goes away cancels the upstream call.
+    // The answer goes to the client as it arrives (shared/answer-relay.ts); a client that goes away cancels the upstream call.
     let status = 0;
     let meter = NO_METER;
     const relay = new AnswerRelay(res, {
@@ -322,8 +322,8 @@ export class LlmGateway<C = GatewayCaller> {
         // The meter sees each chunk on its way to the client; it never holds the stream back.
         if (endpoint.metered && status >= 200 && status < 300) meter = meterFor(answerHeaders);
         // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
-        if (held && (status < 200 || status >= 300)) return 'collect';
-        if (!held) res.writeHead(status, answerHeaders.forClient);
+        if (held && (status < 200 || status >= 300)) return { collect: Number.POSITIVE_INFINITY };
+        if (!held) res.writeHead(status, answerHeaders.forClient(true));
         return { observe: meter === NO_METER ? null : (chunk) => observe(meter, chunk) };
       },
       // As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins.

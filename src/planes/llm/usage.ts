@@ -331,7 +331,7 @@ class NoMeter implements UsageMeter {
   }
 }
 
-/** An answer's headers by lower-case name (forward.ts's AnswerHeaders; a Map in tests). */
+/** An answer's headers by lower-case name (shared/answer-headers.ts's AnswerHeaders; a Map in tests). */
 export interface HeaderLookup {
   get(name: string): string | undefined;
 }

@@ -10,10 +10,9 @@
  * storage: it asks `hooks`. `/mcp/reins` (the built-in server) is not served here: `isMcpRequest` says no.
  */
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
-import { downstreamHeaders } from '../llm/forward.js';
+import type { AnswerHeaders } from '../../shared/answer-headers.js';
+import { AnswerRelay, type AnswerPlan } from '../../shared/answer-relay.js';
 import { AnnotationCache, DEFAULT_ANNOTATIONS, resolveAnnotations, toolsOf, type ListedTool } from './annotations.js';
 import { McpUpstreams, resolveUpstream, upstreamHeaders, type Upstream } from './forward.js';
 import {
@@ -38,7 +37,7 @@ import { readBodyNow } from '../../shared/read-body.js';
 import { Exchange, heldStreamErrors } from './exchange.js';
 import { answerLocally, send, sendError } from './local-answers.js';
 import { BUILT_IN_SERVER, bearerToken, header, headerMismatch, pathOf, protocolMeta, routeOf } from './request-checks.js';
-import { collectUpTo, findAnswer, mediaKind, parseEventData } from './upstream-answers.js';
+import { findAnswer, mediaKind, parseEventData } from './upstream-answers.js';
 
 export type * from './types.js';
 export { DEFAULT_ANNOTATIONS, resolveAnnotations } from './annotations.js';
@@ -494,74 +493,75 @@ export class McpGateway<C> {
     }
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, body: Buffer | undefined): Promise<void> {
+  /**
+   * Sends the request up and relays the answer (shared/answer-relay.ts), choosing by its status and media type how:
+   * byte for byte (a JSON answer read on the side when it carries calls or a listing), event by event (SSE),
+   * rewritten whole (refusals merged into a batch's answer, hidden tools taken out), or into the SSE answer a held
+   * call began. For a GET, the promise settles when the upstream's headers are in (or it failed): streamOrder's wait.
+   */
+  private forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange<C>, body: Buffer | undefined): Promise<void> | undefined {
     const { upstream } = exchange;
     const method = (req.method ?? 'GET') as 'GET' | 'POST' | 'DELETE';
-    // A client that hangs up aborts the upstream request (for the 2026-07-28 revision, a closed stream is a
-    // cancel). The signal is an EventEmitter, as in the LLM gateway.
-    const cancel = new EventEmitter();
-    let cancelled = false;
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      cancelled = true;
-      cancel.emit('abort');
+    let headersIn: (() => void) | undefined;
+    const opened = method === 'GET' ? new Promise<void>((resolve) => (headersIn = resolve)) : undefined;
+    // A JSON answer passed byte for byte and read once it is out (null: nothing to read, or over the limit).
+    let kept: Buffer[] | null = null;
+    let collected: (raw: Buffer, whole: boolean) => void = () => {};
+    // A client that hangs up aborts the upstream request (for the 2026-07-28 revision, a closed stream is a cancel).
+    const relay = new AnswerRelay(res, {
+      answered: (status, headers) => {
+        headersIn?.();
+        exchange.status = status;
+        const kind = mediaKind(headers.get('content-type'));
+        if (res.headersSent && !(kind === 'sse' && status < 300)) {
+          collected = (raw, whole) => this.relayIntoHeldStream(res, status, raw, whole, kind, exchange);
+          return { collect: OBSERVED_JSON_LIMIT };
+        }
+        if (kind === 'sse') return this.relayEvents(res, status, headers, exchange);
+        if (kind === 'json' && exchange.rewrites) {
+          collected = (raw) => this.relayRewrittenJson(res, status, headers, raw, exchange);
+          return { collect: Number.POSITIVE_INFINITY };
+        }
+        if (exchange.refusals.length > 0 && status === 202) {
+          // Only notifications or responses were left to forward (202, no body): the refusals are the answer.
+          collected = () => answerLocally(res, header(req.headers, 'accept'), exchange.refusals);
+          return { collect: 0 };
+        }
+        res.writeHead(status, headers.forClient(true));
+        if (kind !== 'json' || !exchange.observes) return { observe: null };
+        const chunks: Buffer[] = [];
+        kept = chunks;
+        let size = 0;
+        return {
+          observe: (chunk) => {
+            size += chunk.length;
+            if (size <= OBSERVED_JSON_LIMIT) chunks.push(chunk);
+            else kept = null;
+          },
+        };
+      },
+      collected: (raw, whole) => collected(raw, whole),
+      failed: (err, clientGone) => {
+        headersIn?.();
+        if (clientGone) return exchange.finish(499, 'client_aborted');
+        this.log.warn({ err, server: upstream.name }, 'mcp upstream unreachable');
+        exchange.finish(502, 'upstream_unreachable');
+        const message = `Bad gateway: Reins could not reach the MCP server "${upstream.name}" at ${upstream.origin}: ${err.message}`;
+        if (res.headersSent) return void res.end(heldStreamErrors(exchange, message).map(sseEvent).join(''));
+        const onlyCall = exchange.calls.size === 1 ? [...exchange.calls.values()][0]?.call.requestId : undefined;
+        sendError(res, 502, onlyCall ?? null, SERVER_ERROR, message);
+      },
+      ended: (end) => {
+        // Once the answer is out: reading it (the call's audit event, a listing's annotations) is not the client's
+        // wait. Then the calls no answer reached are ended.
+        if (end === 'forwarded' && kept !== null) this.observeJson(Buffer.concat(kept), exchange);
+        exchange.finish(exchange.status, end);
+      },
     });
-
-    let answer: Dispatcher.ResponseData;
-    try {
-      answer = await this.upstreams.pool(upstream.origin).request({
-        method,
-        path: upstream.path,
-        headers: exchange.upstreamHeaders ? Object.assign(upstreamHeaders(req.headers, upstream.headers), exchange.upstreamHeaders) : upstreamHeaders(req.headers, upstream.headers),
-        body,
-        signal: cancel,
-      });
-    } catch (err) {
-      if (cancelled) return exchange.finish(499, 'client_aborted');
-      this.log.warn({ err, server: upstream.name }, 'mcp upstream unreachable');
-      exchange.finish(502, 'upstream_unreachable');
-      const message = `Bad gateway: Reins could not reach the MCP server "${upstream.name}" at ${upstream.origin}: ${(err as Error).message}`;
-      if (res.headersSent) return void res.end(heldStreamErrors(exchange, message).map(sseEvent).join(''));
-      const onlyCall = exchange.calls.size === 1 ? [...exchange.calls.values()][0]?.call.requestId : undefined;
-      return sendError(res, 502, onlyCall ?? null, SERVER_ERROR, message);
-    }
-
-    const status = answer.statusCode;
-    exchange.status = status;
-    const stream = answer.body;
-    let upstreamFailed = false;
-    stream.once('error', () => {
-      if (!cancelled) upstreamFailed = true;
-      res.destroy();
-    });
-    res.once('close', () => {
-      if (!res.writableFinished) stream.destroy();
-      const end = res.writableFinished ? 'forwarded' : upstreamFailed ? 'upstream_unreachable' : 'client_aborted';
-      // A turn later, behind the reading of the answer (queued when the answer ended, below), which reports each
-      // call with what its result said; this only ends the calls no answer reached.
-      setImmediate(() => exchange.finish(status, end));
-    });
-    const headers = downstreamHeaders(answer.headers);
-    const kind = mediaKind(answer.headers['content-type']);
-
-    if (res.headersSent && !(kind === 'sse' && status < 300)) return this.relayIntoHeldStream(res, status, stream, kind, exchange);
-    if (kind === 'sse') return this.relayEvents(res, status, headers, stream, exchange);
-    if (kind === 'json' && exchange.rewrites) return this.relayRewrittenJson(res, status, headers, stream, exchange);
-    if (exchange.refusals.length > 0 && status === 202) {
-      // Only notifications or responses were left to forward (202, no body): the refusals are the answer.
-      stream.resume();
-      return answerLocally(res, header(req.headers, 'accept'), exchange.refusals);
-    }
-    res.writeHead(status, headers);
-    stream.pipe(res);
-    if (kind === 'json' && exchange.observes) {
-      // After the answer is on its way: reading it (the call's audit event, a listing's annotations) is not the
-      // client's wait. Listeners after pipe's, and the work a turn later, since node:http writes the last bytes
-      // when it uncorks the socket on the next tick. It still runs before the next request from the client is read.
-      collectUpTo(stream, OBSERVED_JSON_LIMIT, (chunks, whole) => {
-        if (whole) setImmediate(() => this.observeJson(Buffer.concat(chunks), exchange));
-      });
-    }
+    const headers = upstreamHeaders(req.headers, upstream.headers);
+    if (exchange.upstreamHeaders) Object.assign(headers, exchange.upstreamHeaders);
+    this.upstreams.pool(upstream.origin).dispatch({ method, path: upstream.path, headers, body }, relay);
+    return opened;
   }
 
   private observeJson(raw: Buffer, exchange: Exchange<C>): unknown[] | null {
@@ -577,10 +577,10 @@ export class McpGateway<C> {
 
   /** An SSE answer: events pass as they complete (byte for byte unless `hideTool` filters a listing),
    * after any refusals of the same batch. */
-  private relayEvents(res: ServerResponse, status: number, headers: Record<string, string | string[]>, stream: Dispatcher.ResponseData['body'], exchange: Exchange<C>): void {
+  private relayEvents(res: ServerResponse, status: number, headers: AnswerHeaders, exchange: Exchange<C>): AnswerPlan {
     // A held call's SSE answer began while it waited; the upstream's events continue it.
     if (!res.headersSent) {
-      res.writeHead(status, headers);
+      res.writeHead(status, headers.forClient(false));
       res.flushHeaders();
     }
     if (exchange.refusals.length > 0) res.write(exchange.refusals.map(sseEvent).join(''));
@@ -590,63 +590,53 @@ export class McpGateway<C> {
       for (const m of messages) exchange.observe(m);
       return messages;
     };
-    const filtering = this.hidesTools && exchange.listIds.size > 0;
-    if (!filtering) {
-      stream.pipe(res);
-      stream.on('data', (chunk: Buffer) => {
-        for (const event of splitter.push(chunk)) observe(event);
-      });
-      return;
+    if (!(this.hidesTools && exchange.listIds.size > 0)) {
+      return {
+        observe: (chunk) => {
+          for (const event of splitter.push(chunk)) observe(event);
+        },
+      };
     }
-    stream.on('data', (chunk: Buffer) => {
-      let out = '';
-      for (const event of splitter.push(chunk)) {
-        const messages = observe(event);
-        const rewritten = messages.map((m) => exchange.rewrite(m));
-        const changed = rewritten.some((m, i) => m !== messages[i]);
-        out += changed ? withData(event, JSON.stringify(rewritten.length === 1 ? rewritten[0] : rewritten)) : event.raw;
-      }
-      if (out !== '' && !res.write(out)) {
-        stream.pause();
-        res.once('drain', () => stream.resume());
-      }
-    });
-    stream.once('end', () => res.end(splitter.end()));
+    return {
+      rewrite: (chunk) => {
+        let out = '';
+        for (const event of splitter.push(chunk)) {
+          const messages = observe(event);
+          const rewritten = messages.map((m) => exchange.rewrite(m));
+          const changed = rewritten.some((m, i) => m !== messages[i]);
+          out += changed ? withData(event, JSON.stringify(rewritten.length === 1 ? rewritten[0] : rewritten)) : event.raw;
+        }
+        return out;
+      },
+      rest: () => splitter.end(),
+    };
   }
 
   /**
    * A JSON (or empty, or error) answer to a request whose SSE answer began while a call of it was held: its
    * messages go on as SSE events; an HTTP error becomes a JSON-RPC error for each call it leaves unanswered.
    */
-  private relayIntoHeldStream(res: ServerResponse, status: number, stream: Dispatcher.ResponseData['body'], kind: 'sse' | 'json' | 'other', exchange: Exchange<C>): void {
-    collectUpTo(stream, OBSERVED_JSON_LIMIT, (chunks, whole) => {
-      const raw = Buffer.concat(chunks);
-      const messages = status < 300 && kind === 'json' && whole ? (this.observeJson(raw, exchange) ?? []) : [];
-      const out: object[] = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m) as object)];
-      if (status >= 300) {
-        out.push(...heldStreamErrors(exchange, `The MCP server "${exchange.upstream.name}" answered HTTP ${status}: ${raw.subarray(0, 300).toString('utf8')}`));
-      }
-      res.end(out.map(sseEvent).join(''));
-    });
+  private relayIntoHeldStream(res: ServerResponse, status: number, raw: Buffer, whole: boolean, kind: 'sse' | 'json' | 'other', exchange: Exchange<C>): void {
+    const messages = status < 300 && kind === 'json' && whole ? (this.observeJson(raw, exchange) ?? []) : [];
+    const out: object[] = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m) as object)];
+    if (status >= 300) {
+      out.push(...heldStreamErrors(exchange, `The MCP server "${exchange.upstream.name}" answered HTTP ${status}: ${raw.subarray(0, 300).toString('utf8')}`));
+    }
+    res.end(out.map(sseEvent).join(''));
   }
 
   /** A JSON answer that must change on its way (refusals merged into a batch's answer, hidden tools taken out). */
-  private relayRewrittenJson(res: ServerResponse, status: number, headers: Record<string, string | string[]>, stream: Dispatcher.ResponseData['body'], exchange: Exchange<C>): void {
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.once('end', () => {
-      const raw = Buffer.concat(chunks);
-      let out = raw;
-      const messages = this.observeJson(raw, exchange);
-      if (messages) {
-        const rewritten = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m))];
-        const wasBatch = raw.subarray(0, 64).toString('utf8').trimStart().startsWith('[');
-        out = Buffer.from(JSON.stringify(wasBatch || rewritten.length > 1 ? rewritten : rewritten[0]));
-      } else if (exchange.refusals.length > 0) {
-        this.log.warn({ server: exchange.upstream.name, status }, 'mcp upstream answered a batch with unreadable JSON; refusals in it are lost');
-      }
-      res.writeHead(status, { ...headers, 'content-length': String(out.length) });
-      res.end(out);
-    });
+  private relayRewrittenJson(res: ServerResponse, status: number, headers: AnswerHeaders, raw: Buffer, exchange: Exchange<C>): void {
+    let out = raw;
+    const messages = this.observeJson(raw, exchange);
+    if (messages) {
+      const rewritten = [...exchange.refusals, ...messages.map((m) => exchange.rewrite(m))];
+      const wasBatch = raw.subarray(0, 64).toString('utf8').trimStart().startsWith('[');
+      out = Buffer.from(JSON.stringify(wasBatch || rewritten.length > 1 ? rewritten : rewritten[0]));
+    } else if (exchange.refusals.length > 0) {
+      this.log.warn({ server: exchange.upstream.name, status }, 'mcp upstream answered a batch with unreadable JSON; refusals in it are lost');
+    }
+    res.writeHead(status, [...headers.forClient(false), 'content-length', String(out.length)]);
+    res.end(out);
   }
 }

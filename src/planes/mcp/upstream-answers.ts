@@ -1,5 +1,4 @@
-/** Reading an upstream's answer on the side: its media kind, SSE events' JSON, a bounded copy, one response by id. */
-import type { Dispatcher } from 'undici';
+/** Reading an upstream's answer on the side: its media kind, SSE events' JSON, one response by id. */
 import { readOutbound } from './json-rpc.js';
 import { SseSplitter, type SseEvent } from './sse.js';
 
@@ -17,20 +16,6 @@ export function parseEventData(event: SseEvent): unknown[] {
   } catch {
     return [];
   }
-}
-
-/**
- * A body's chunks as they pass, kept while their total stays within `limit` bytes; at its end `onEnd` gets the kept
- * ones and whether they are the whole body.
- */
-export function collectUpTo(stream: Dispatcher.ResponseData['body'], limit: number, onEnd: (chunks: Buffer[], whole: boolean) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  stream.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= limit) chunks.push(chunk);
-  });
-  stream.once('end', () => onEnd(chunks, size <= limit));
 }
 
 /** The upstream's answer to one request of the gateway's own, in a JSON or SSE body. */

@@ -37,7 +37,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   // The node sensor is a program of its own: it shares only the ingest wire types (type-only).
   sensor: ['runtime-guard'],
   'planes/llm': ['config', 'shared'],
-  'planes/mcp': ['planes/llm', 'config', 'shared'],
+  'planes/mcp': ['config', 'shared'],
   'planes/egress': ['config', 'shared'],
   'planes/reins-mcp': ['config', 'shared'],
   governance: [

@@ -1,7 +1,9 @@
 /**
- * One forwarded call's answer, relayed from the upstream to the client as it arrives. It is the handler undici's
- * `dispatch` calls (onConnect, onHeaders, onData, onComplete, onError) and writes each piece straight into the
- * client's ServerResponse, pausing the upstream while the client's socket is full.
+ * One forwarded request's answer, relayed from the upstream to the client as it arrives: the handler undici's
+ * `dispatch` calls (onConnect, onHeaders, onData, onComplete, onError). It writes each piece straight into the
+ * client's ServerResponse, pausing the upstream while the client's socket is full, and tells the plane how the
+ * answer ended. The LLM gateway and the MCP proxy answer through it; what to do with each answer is the plane's
+ * (`RelayRoute`).
  *
  * Not `pool.request()`: its body stream (a Readable, piped into the response), the header object it builds and
  * Node's `writeHead` walks again, and its promise cost a pass-through proxy about 30% of its CPU per call here
@@ -12,20 +14,26 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { AnswerHeaders } from './forward.js';
+import { AnswerHeaders } from './answer-headers.js';
 
-/** How the call's answer ended, as the audit's `end` says it. */
+/** How the answer ended, as the audit's `end` says it. */
 export type RelayEnd = 'forwarded' | 'upstream_unreachable' | 'client_aborted';
 
-/** What the route does at each point of the answer (routes.ts). */
+/** Where an answer's body goes, as the plane chose when its headers came. */
+export type AnswerPlan =
+  /** To the client as it comes (the plane wrote the head), each chunk shown to `observe` first. */
+  | { observe: ((chunk: Buffer) => void) | null }
+  /** To the client as `rewrite` turns each chunk (the plane wrote the head); `rest()` is written last. */
+  | { rewrite: (chunk: Buffer) => string; rest: () => string }
+  /** Kept, up to `limit` bytes, for `collected`; nothing of it goes to the client as it comes. */
+  | { collect: number };
+
+/** What the plane does at each point of the answer. */
 export interface RelayRoute {
-  /**
-   * The upstream answered (status and headers, before any body). The route writes the client's head, or not, and
-   * says where the body goes: to the client with each chunk shown to `observe`, or collected whole for `collected`.
-   */
-  answered(status: number, headers: AnswerHeaders): { observe: ((chunk: Buffer) => void) | null } | 'collect';
-  /** A collected answer, complete. */
-  collected(body: Buffer): void;
+  /** The upstream answered (status and headers, before any body): the plane writes the client's head, or not. */
+  answered(status: number, headers: AnswerHeaders): AnswerPlan;
+  /** A collected answer, complete: its first `limit` bytes, and whether that is all of it. */
+  collected(body: Buffer, whole: boolean): void;
   /** No answer came: the upstream could not be reached, or the client left first (`clientGone`). */
   failed(err: Error, clientGone: boolean): void;
   /** An answer was under way and is over: relayed whole, cut by the upstream, or cut by the client leaving. */
@@ -38,14 +46,20 @@ class ClientGone extends Error {
   }
 }
 
+const NOT_COLLECTING = -1;
+
 export class AnswerRelay implements Dispatcher.DispatchHandler {
   private abortCall: ((err?: Error) => void) | null = null;
   private resumeCall: (() => void) | null = null;
   private answering = false;
   private clientGone = false;
   private upstreamFailed = false;
-  private collecting: Buffer[] | null = null;
   private observe: ((chunk: Buffer) => void) | null = null;
+  private rewrite: ((chunk: Buffer) => string) | null = null;
+  private rest: (() => string) | null = null;
+  private collecting: Buffer[] = [];
+  private collectLimit = NOT_COLLECTING;
+  private collectedBytes = 0;
 
   constructor(
     private readonly res: ServerResponse,
@@ -55,7 +69,7 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
   }
 
   onConnect(abort: (err?: Error) => void): void {
-    // A client that left while the call waited for a connection: nothing goes upstream.
+    // A client that left while the request waited for a connection: nothing goes upstream.
     if (this.clientGone) abort(new ClientGone());
     else this.abortCall = abort;
   }
@@ -64,34 +78,46 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
     // 1xx answers are informational; the final answer's headers come in a later call.
     if (status < 200) return true;
     this.resumeCall = resume;
-    let how: ReturnType<RelayRoute['answered']>;
+    let plan: AnswerPlan;
     try {
-      how = this.route.answered(status, new AnswerHeaders(raw, true));
+      plan = this.route.answered(status, new AnswerHeaders(raw));
     } catch (err) {
-      // Headers the client cannot be given (writeHead refused them): the call fails as an unreachable upstream would.
+      // Headers the client cannot be given (writeHead refused them): the request fails as an unreachable upstream would.
       this.abortCall?.(err as Error);
       return false;
     }
     this.answering = true;
-    if (how === 'collect') this.collecting = [];
-    else this.observe = how.observe;
+    if ('collect' in plan) this.collectLimit = plan.collect;
+    else if ('rewrite' in plan) {
+      this.rewrite = plan.rewrite;
+      this.rest = plan.rest;
+    } else this.observe = plan.observe;
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    if (this.collecting !== null) {
-      this.collecting.push(chunk);
+    if (this.collectLimit !== NOT_COLLECTING) {
+      this.collectedBytes += chunk.length;
+      if (this.collectedBytes <= this.collectLimit) this.collecting.push(chunk);
       return true;
     }
+    let out: Buffer | string = chunk;
+    if (this.rewrite !== null) {
+      out = this.rewrite(chunk);
+      if (out === '') return true;
+    }
+    // Written first, read after: the client's bytes leave before the plane looks at them.
+    const room = this.res.write(out);
     if (this.observe !== null) this.observe(chunk);
-    if (this.res.write(chunk)) return true;
+    if (room) return true;
     // The client's socket is full: undici stops reading the upstream until it drains.
     if (this.resumeCall) this.res.once('drain', this.resumeCall);
     return false;
   }
 
   onComplete(): void {
-    if (this.collecting !== null) this.route.collected(Buffer.concat(this.collecting));
+    if (this.collectLimit !== NOT_COLLECTING) this.route.collected(Buffer.concat(this.collecting), this.collectedBytes <= this.collectLimit);
+    else if (this.rest !== null) this.res.end(this.rest());
     else this.res.end();
   }
 
