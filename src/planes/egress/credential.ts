@@ -6,10 +6,18 @@
  */
 export function proxySecret(header: string | undefined): string | null {
   if (header === undefined) return null;
-  const match = /^\s*(\S+)\s+(\S+)\s*$/.exec(header);
-  if (!match) return null;
-  const scheme = match[1]!.toLowerCase();
-  const value = match[2]!;
+  // `<scheme> <value>` with whitespace around and between, as /^\s*(\S+)\s+(\S+)\s*$/ reads it, without the
+  // regular expression: every CONNECT reads this header first, with its code cold, and the expression's run was the
+  // costliest step of reading it (timings on the set-up path, 2026-11-28). trim() drops what \s matches.
+  const text = header.trim();
+  let gap = 0;
+  while (gap < text.length && !isSpace(text.charCodeAt(gap))) gap++;
+  let start = gap;
+  while (start < text.length && isSpace(text.charCodeAt(start))) start++;
+  if (gap === 0 || start === gap || start === text.length) return null;
+  for (let i = start; i < text.length; i++) if (isSpace(text.charCodeAt(i))) return null;
+  const scheme = text.slice(0, gap).toLowerCase();
+  const value = text.slice(start);
   if (scheme === 'bearer') return value;
   if (scheme !== 'basic') return null;
   const decoded = Buffer.from(value, 'base64').toString('utf8');
@@ -18,4 +26,13 @@ export function proxySecret(header: string | undefined): string | null {
   const password = decoded.slice(colon + 1);
   const secret = password !== '' ? password : decoded.slice(0, colon);
   return secret === '' ? null : secret;
+}
+
+/** What `\s` matches in a regular expression (ECMAScript WhiteSpace and LineTerminator). */
+function isSpace(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  if (c < 0xa0) return false;
+  return (
+    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
 }

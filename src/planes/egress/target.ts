@@ -63,9 +63,15 @@ function parseHost(raw: string): string | null {
   return host === '' ? null : host;
 }
 
+/** 1-5 ASCII digits naming 1-65535 (a loop, not /^\d{1,5}$/: it runs on every CONNECT, code cold). */
 function parsePort(raw: string): number | null {
-  if (!/^\d{1,5}$/.test(raw)) return null;
-  const port = Number(raw);
+  if (raw.length === 0 || raw.length > 5) return null;
+  let port = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const digit = raw.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return null;
+    port = port * 10 + digit;
+  }
   return port >= 1 && port <= 65535 ? port : null;
 }
 

@@ -61,6 +61,17 @@ describe('egress targets: what decide sees is what Reins connects to', () => {
     ['user@example.com:443', null],
     ['example.com:443/path', null],
     [':443', null],
+    ['example.com:65535', { host: 'example.com', port: 65535 }],
+    ['example.com:00443', { host: 'example.com', port: 443 }],
+    ['example.com:1', { host: 'example.com', port: 1 }],
+    ['example.com:0', null],
+    ['example.com:65536', null],
+    ['example.com:100000', null],
+    ['example.com:44 3', null],
+    ['example.com:+443', null],
+    ['example.com:-1', null],
+    ['example.com:4e2', null],
+    ['example.com:\u0664\u0664\u0663', null],
   ];
   for (const [raw, want] of connect) {
     test(`CONNECT ${raw} ${want ? 'parses' : 'is refused'}`, () => {
@@ -91,4 +102,36 @@ describe('egress credential: the Reins token in Proxy-Authorization', () => {
       assert.equal(proxySecret(header), want);
     });
   }
+
+  // proxySecret splits the header by hand; this is the expression it replaced, which defines what it accepts.
+  const byExpression = (header: string): string | null => {
+    const match = /^\s*(\S+)\s+(\S+)\s*$/.exec(header);
+    if (!match) return null;
+    const scheme = match[1]!.toLowerCase();
+    if (scheme === 'bearer') return match[2]!;
+    if (scheme !== 'basic') return null;
+    const decoded = Buffer.from(match[2]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return null;
+    const secret = decoded.slice(colon + 1) !== '' ? decoded.slice(colon + 1) : decoded.slice(0, colon);
+    return secret === '' ? null : secret;
+  };
+
+  test('whitespace of every kind, anywhere: the same answer as the expression /^\\s*(\\S+)\\s+(\\S+)\\s*$/', () => {
+    const spaces = [' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u0085', '\u180e', '\u200b'];
+    const words = ['Bearer', 'basic', 'BASIC', 'Digest', 'tok-1', b64('agent:tok-9'), b64('tok-8:'), b64(':'), '', 'a'];
+    let seed = 7;
+    const pick = <T,>(xs: readonly T[]): T => xs[(seed = (seed * 1103515245 + 12345) % 2147483648) % xs.length]!;
+    let secrets = 0;
+    for (let i = 0; i < 20_000; i++) {
+      let header = '';
+      const parts = 1 + (i % 5);
+      for (let p = 0; p < parts; p++) header += (i + p) % 3 === 0 ? pick(spaces) + pick(spaces) : pick(i % 2 === 0 ? words : spaces) + pick(words);
+      const got = proxySecret(header);
+      assert.equal(got, byExpression(header), JSON.stringify(header));
+      if (got !== null) secrets++;
+    }
+    // Both answers were exercised, not only refusals.
+    assert.ok(secrets > 500 && secrets < 19_500, `${secrets} of 20000 headers carried a secret`);
+  });
 });
