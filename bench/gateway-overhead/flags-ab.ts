@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadJob } from './load.js';
-import { type Child, canPin, processCpuMs } from './processes.js';
+import { type Child, canPin, pinPostgres, processCpuMs } from './processes.js';
 import { median } from './report.js';
 import { startBenchReins, startUpstreamAndLoader } from './rig.js';
 
@@ -48,6 +48,8 @@ if (!(rate > 0)) throw new Error(`--rate: requests per second, got "${args.rate}
 const flags = { A: args.a.split(' ').filter((f) => f !== ''), B: args.b.split(' ').filter((f) => f !== '') };
 const pin = canPin();
 const CPU = { gateway: pin ? 1 : null, rest: pin ? 0 : null };
+// The PostgreSQL server off the gateways' core, as in run.ts.
+if (pin && args.store === 'pg') pinPostgres(0);
 
 if (!args['no-build']) execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 

@@ -150,6 +150,44 @@ export function postgresCpuMs(): Map<number, number> | null {
   return out.size > 0 ? out : null;
 }
 
+/**
+ * Moves every process of the local PostgreSQL server (and, through the postmaster, every backend forked later) to
+ * `cpu`, the load generator's, so that a gateway on PostgreSQL has its core to itself, as it would with the database
+ * on a machine of its own: left to the kernel, the backends writing its audit rows run on the gateway's core too
+ * (about 60 µs of a Reins call at the maximum) and take that time from it. The CPU placement is put back when the run
+ * ends (process exit included). Returns what it did, for the report, or null when there is no local server this user
+ * may move.
+ */
+export function pinPostgres(cpu: number): string | null {
+  const pids = postgresCpuMs();
+  if (pids === null) return null;
+  const moved: number[] = [];
+  for (const pid of pids.keys()) {
+    try {
+      execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', String(cpu), String(pid)], { stdio: 'ignore' });
+      moved.push(pid);
+    } catch {
+      // gone meanwhile, or not ours to move
+    }
+  }
+  if (moved.length === 0) return null;
+  const every = `0-${os.cpus().length - 1}`;
+  let restored = false;
+  const restore = (): void => {
+    if (restored) return;
+    restored = true;
+    for (const pid of postgresCpuMs()?.keys() ?? []) {
+      try {
+        execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', every, String(pid)], { stdio: 'ignore' });
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  process.once('exit', restore);
+  return `the local PostgreSQL server's ${moved.length} processes (and the backends it starts) on CPU ${cpu}, back on CPUs ${every} at the end`;
+}
+
 /** CPU spent between two `postgresCpuMs` readings: a process that started meanwhile counts whole; one that ended, not at all. */
 export function cpuSpentBetween(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
   if (before === null || after === null) return null;

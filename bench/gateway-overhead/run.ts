@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
@@ -76,7 +76,8 @@ if (args.rounds !== undefined) {
  * and the fake upstream share CPU 0, in every scenario and for the direct baseline too: each gateway is measured on
  * one core, the unit a single-threaded Node server scales by, and the kernel cannot move the generator onto the
  * gateway's core in one round and not in the next (unpinned, the max-throughput figures varied by half between
- * rounds). --no-pin leaves placement to the kernel.
+ * rounds). The local PostgreSQL server goes to the generator's CPU too (pinPostgres): the gateway's core is its own,
+ * as with the database on a machine of its own. --no-pin leaves placement to the kernel.
  */
 const PIN = !args['no-pin'] && canPin();
 const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN ? 1 : null };
@@ -88,6 +89,8 @@ for (const name of only) {
   if (!(ALL_TARGETS as readonly string[]).includes(name)) throw new Error(`--only: unknown target "${name}" (${ALL_TARGETS.join(', ')})`);
 }
 only.add('direct'); // every added-latency figure is relative to it
+/** Where the PostgreSQL server runs, as the report says it (null: left to the kernel). */
+const POSTGRES_PLACEMENT = PIN && (only.has('reins-pg') || only.has('floor')) ? pinPostgres(0) : null;
 
 // Reins runs from dist/, as `npm start` runs it: build it now so the figures are of the current sources.
 // --no-build: dist/ was just built from these sources (a loaded machine takes minutes per tsc run).
@@ -522,7 +525,7 @@ async function main(): Promise<number> {
     const outDir = resolve(args.out ?? (args.quick ? join(os.tmpdir(), 'reins-gateway-overhead') : join(ROOT, 'bench/results')));
     const base = args.quick ? 'gateway-overhead.quick' : 'gateway-overhead';
     mkdirSync(outDir, { recursive: true });
-    const json = { date, elapsedSeconds: elapsedS, loadAverageAtEnd: os.loadavg(), quick: args.quick, settings: SETTINGS, cpuPlacement: CPU, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
+    const json = { date, elapsedSeconds: elapsedS, loadAverageAtEnd: os.loadavg(), quick: args.quick, settings: SETTINGS, cpuPlacement: { ...CPU, postgres: POSTGRES_PLACEMENT }, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
     writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(json, null, 2)}\n`);
     writeFileSync(join(outDir, `${base}.md`), markdown(date, info, records, summaries, checks, warnings, diagnosis, elapsedS));
     log(`wrote ${relative(process.cwd(), join(outDir, base))}.{json,md}`);
@@ -560,8 +563,9 @@ function markdown(
       'How to run and what each figure means: bench/gateway-overhead/README.md.',
     '',
     PIN
-      ? 'CPU placement: the gateway under test alone on CPU 1 (all its threads); the load generator and the fake upstream on CPU 0. ' +
-        'Throughput is therefore per core of gateway.'
+      ? 'CPU placement: the gateway under test alone on CPU 1 (all its threads); the load generator and the fake upstream on CPU 0' +
+        (POSTGRES_PLACEMENT ? `, and ${POSTGRES_PLACEMENT}` : '; the PostgreSQL server where the kernel puts it') +
+        '. Throughput is therefore per core of gateway.'
       : 'CPU placement: left to the kernel (--no-pin); the generator, the upstream and the gateway share both cores.',
     '',
     `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is the target's figure minus the direct upstream's. ` +

@@ -36,7 +36,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
-import { type Child, JobChild, canPin, startServer } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, pinPostgres, startServer } from '../gateway-overhead/processes.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { addInto, attributePerf, differenceLines, requirePerf, startPerf, topLines, totalOf } from '../gateway-overhead/perf-samples.js';
 import { MCP_SERVER_NAME, type EgressTarget, type McpTarget } from './payloads.js';
@@ -71,6 +71,8 @@ const calls = Number(args.calls ?? (plane === 'mcp' ? 3000 : 1000));
 const repeat = Number(args.repeat);
 if (!Number.isInteger(calls) || calls < 1 || !Number.isInteger(repeat) || repeat < 1) throw new Error('--calls and --repeat: whole numbers from 1');
 const PIN = !args['no-pin'] && canPin();
+// The PostgreSQL server off the measured proxy's core, as in run.ts.
+if (PIN && stores.includes('postgres')) pinPostgres(0);
 const perfDir = args.perf ? resolve(args.perf) : null;
 if (perfDir) {
   requirePerf();

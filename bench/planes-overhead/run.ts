@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
-import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs, machineFacts } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, pinPostgres, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs, machineFacts } from '../gateway-overhead/processes.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { MCP_SERVER_NAME, TLS_DIR, type EgressTarget, type McpTarget } from './payloads.js';
@@ -59,6 +59,8 @@ const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN 
 const ALL_TARGETS = ['direct', 'bare', 'reins', 'reins-pg'] as const;
 type TargetName = (typeof ALL_TARGETS)[number];
 const only = new Set((args.only ?? 'bare,reins,reins-pg').split(',').map((s) => s.trim()));
+/** The local PostgreSQL server on the generator's CPU, off Reins' (bench/gateway-overhead/processes.ts pinPostgres). */
+const POSTGRES_PLACEMENT = PIN && only.has('reins-pg') ? pinPostgres(0) : null;
 for (const name of only) if (!(ALL_TARGETS as readonly string[]).includes(name)) throw new Error(`--only: unknown target "${name}"`);
 only.add('direct');
 
@@ -589,7 +591,7 @@ async function main(): Promise<number> {
       elapsedSeconds: elapsedS,
       quick: args.quick,
       settings: SETTINGS,
-      cpuPlacement: CPU,
+      cpuPlacement: { ...CPU, postgres: POSTGRES_PLACEMENT },
       targetOverBareP50Ms: TARGET_OVER_BARE_P50_MS,
       hopFloor,
       machine: info,
@@ -636,7 +638,8 @@ function markdown(
     '',
     PIN
       ? 'CPU placement: Reins and the bare proxies on CPU 1 (all their threads; only the one measured runs, the others are frozen); ' +
-        'the load generator, the MCP upstream and the TLS origin on CPU 0.'
+        'the load generator, the MCP upstream and the TLS origin on CPU 0' +
+        (POSTGRES_PLACEMENT ? `, and ${POSTGRES_PLACEMENT}.` : '; the PostgreSQL server where the kernel puts it.')
       : 'CPU placement: left to the kernel (--no-pin).',
     '',
     `The machine's floor for one more hop: ${hopFloorSentence(hopFloor)} (bench/planes-overhead/hop-floor.ts; median of the rounds' p50s).`,
