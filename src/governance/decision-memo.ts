@@ -3,7 +3,8 @@
  * functions of the object (CEL has no clock or I/O), so an identical object under the same compiled set gets the
  * identical decision, and agents repeat the same call shape, tool call and destination all session long. Each
  * plane builds the key from every field its policy object is made of; the memo is dropped whenever the policy set
- * is re-read, is bounded, and is not used when a grant exempts the caller (grants are read on every call).
+ * changes (a re-read that finds nothing changed keeps the same set object: policy/policy-set.ts), is bounded, and is
+ * not used when a grant exempts the caller (grants are read on every call).
  */
 import type { CompiledPolicy } from '../policy/compile-policy.js';
 import type { Decision } from '../policy/decision.js';

@@ -20,6 +20,8 @@ export class PolicySet {
   private readonly snapshot: Snapshot<readonly CompiledPolicy[]>;
   /** The last compiled form of each policy, by its content: a re-read recompiles only what changed. */
   private compiledByContent = new Map<string, CompiledPolicy>();
+  /** The set the last read gave. */
+  private current: readonly CompiledPolicy[] | null = null;
 
   constructor(db: Db, options: PolicySetOptions) {
     const onError = options.onError ?? (() => undefined);
@@ -71,6 +73,11 @@ export class PolicySet {
       }
     }
     this.compiledByContent = next;
-    return Object.freeze(out);
+    // A re-read that found nothing changed keeps the very same set: the decision memo (governance/decision-memo.ts)
+    // starts over whenever the set is another object, and the periodic re-read would otherwise empty it every time.
+    const previous = this.current;
+    if (previous !== null && previous.length === out.length && previous.every((p, i) => p === out[i])) return previous;
+    this.current = Object.freeze(out);
+    return this.current;
   }
 }
