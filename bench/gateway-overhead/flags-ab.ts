@@ -2,7 +2,7 @@
  * Two variants of Reins side by side (other Node flags, or another checkout's build): both replicas run at once (each on its own fresh database,
  * both pinned to CPU 1 with the fake upstream and the load generator on CPU 0), and the rounds alternate between
  * them, the one not measured frozen (SIGSTOP). Each round measures both at their maximum (CPU per request,
- * requests/s) and at a paced rate (p99, CPU per request); the report gives B against A round by round, since the
+ * requests/s), at a paced rate (p99, CPU per request) and one request at a time (p50); the report gives B against A round by round, since the
  * machine's speed moves between rounds by more than the differences compared here. It sits twice, with fresh
  * processes and the start order swapped (see `sittings`).
  *
@@ -58,6 +58,8 @@ interface Figures {
   maxCpuUs: number;
   pacedP99: number;
   pacedCpuUs: number;
+  /** p50 of one request at a time on one connection (run.ts's sequential job): what the path costs run cold. */
+  seqP50: number;
 }
 
 /**
@@ -93,10 +95,18 @@ async function sitting(startOrder: readonly ('A' | 'B')[]): Promise<Record<'A' |
       for (const v of order) {
         const max = await run(v, { kind: 'max', target: v.target, connections: 50, warmupSeconds: 1, seconds: 2 });
         const paced = await run(v, { kind: 'paced', target: v.target, rate, warmupSeconds: 0.5, seconds: 2, connections: 32 });
-        got[v.name] = { maxRps: max.result.rps, maxCpuUs: max.cpuUs, pacedP99: paced.result.latency?.p99 ?? Number.NaN, pacedCpuUs: paced.cpuUs };
+        const seq = await run(v, { kind: 'sequential', target: v.target, warmup: 300, requests: 1500 });
+        got[v.name] = {
+          maxRps: max.result.rps,
+          maxCpuUs: max.cpuUs,
+          pacedP99: paced.result.latency?.p99 ?? Number.NaN,
+          pacedCpuUs: paced.cpuUs,
+          seqP50: seq.result.latency?.p50 ?? Number.NaN,
+        };
       }
       byRound.push(got as Record<'A' | 'B', Figures>);
-      const f = (x: Figures) => `${Math.round(x.maxRps)}/s ${x.maxCpuUs.toFixed(0)} µs, paced p99 ${x.pacedP99.toFixed(2)} ms ${x.pacedCpuUs.toFixed(0)} µs`;
+      const f = (x: Figures) =>
+        `${Math.round(x.maxRps)}/s ${x.maxCpuUs.toFixed(0)} µs, paced p99 ${x.pacedP99.toFixed(2)} ms ${x.pacedCpuUs.toFixed(0)} µs, sequential p50 ${x.seqP50.toFixed(3)} ms`;
       process.stdout.write(`${startOrder.join(' then ')} started, round ${r + 1}: A ${f(got.A!)} | B ${f(got.B!)}\n`);
     }
     return byRound;
@@ -126,6 +136,7 @@ process.stdout.write(
     line('CPU µs/request at the maximum', (x) => x.maxCpuUs),
     line(`p99 at ${rate}/s`, (x) => x.pacedP99),
     line(`CPU µs/request at ${rate}/s`, (x) => x.pacedCpuUs),
+    line('p50 sequential', (x) => x.seqP50),
     '',
   ].join('\n'),
 );

@@ -1,3 +1,5 @@
+import { isSpace } from '../../shared/bearer.js';
+
 /**
  * The Reins token in `Proxy-Authorization`. `Basic base64(user:token)` is what clients send for
  * `HTTPS_PROXY=http://agent:<token>@host:port`: the token is the password and the user name is ignored.
@@ -26,13 +28,4 @@ export function proxySecret(header: string | undefined): string | null {
   const password = decoded.slice(colon + 1);
   const secret = password !== '' ? password : decoded.slice(0, colon);
   return secret === '' ? null : secret;
-}
-
-/** What `\s` matches in a regular expression (ECMAScript WhiteSpace and LineTerminator). */
-function isSpace(c: number): boolean {
-  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-  if (c < 0xa0) return false;
-  return (
-    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
-  );
 }

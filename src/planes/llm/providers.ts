@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderKind, ProviderSettings } from '../../config/config.js';
+import { bearerSecret } from '../../shared/bearer.js';
 import { PROVIDERS, type CallFacts, type Endpoint } from './providers/index.js';
 import { isObject } from './providers/provider.js';
 
@@ -22,10 +23,7 @@ export function describeRoutes(kind: ProviderKind): string {
 /** The Reins secret the client sent where its SDK puts the provider key (a header, or Gemini's `?key=`), or null. */
 export function clientSecret(kind: ProviderKind, headers: IncomingHttpHeaders, query: string): string | null {
   const auth = headers.authorization;
-  if (auth !== undefined) {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    return m ? m[1]! : null;
-  }
+  if (auth !== undefined) return bearerSecret(auth);
   const { apiKeyHeader: header, apiKeyQuery } = PROVIDERS[kind];
   const apiKey = header === null ? undefined : headers[header];
   if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();

@@ -88,8 +88,12 @@ export function upstreamsOf(providers: LlmGatewayDeps['providers']): Map<string,
   return out;
 }
 
+/** The upstream's name in `/llm/<name>/…` (what /^\/llm\/([^/?]+)/ captures), read without a regular expression. */
 function nameOf(url: string): string | undefined {
-  return /^\/llm\/([^/?]+)/.exec(url)?.[1];
+  if (!url.startsWith('/llm/')) return undefined;
+  let end = 5;
+  while (end < url.length && url.charCodeAt(end) !== 47 /* / */ && url.charCodeAt(end) !== 63 /* ? */) end++;
+  return end === 5 ? undefined : url.slice(5, end);
 }
 
 function send(res: ServerResponse, a: GatewayAnswer): void {

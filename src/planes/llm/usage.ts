@@ -37,7 +37,9 @@ function modelOfEvent(event: Record<string, unknown>): string | undefined {
 
 /** What a model name may be to be reported: short and printable (it is the provider's text, shown in traces). */
 function reportable(model: string | undefined): string | undefined {
-  return model !== undefined && model.length > 0 && model.length <= 200 && !/[\u0000-\u001f]/.test(model) ? model : undefined;
+  if (model === undefined || model.length === 0 || model.length > 200) return undefined;
+  for (let i = 0; i < model.length; i++) if (model.charCodeAt(i) < 0x20) return undefined;
+  return model;
 }
 
 /** The model an answer or event names, and the length of the text it generates (OpenAI choices, Gemini candidates). */

@@ -119,5 +119,6 @@ export function bodyCallFacts(b: Json): CallFacts {
 
 /** The route after its version prefix: `/v1/chat/completions` -> `chat/completions`. */
 export function versionedRoute(path: string): string {
-  return path.replace(/^\/v1\//, '').replace(/^\//, '');
+  const rest = path.startsWith('/v1/') ? path.slice(4) : path;
+  return rest.startsWith('/') ? rest.slice(1) : rest;
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { callFacts, clientSecret, matchEndpoint, providerCredential, upstreamRoute } from '../../../../src/planes/llm/providers.js';
 import { PROVIDERS } from '../../../../src/planes/llm/providers/index.js';
+import { versionedRoute } from '../../../../src/planes/llm/providers/provider.js';
 import { gatewayAnswer } from '../../../../src/planes/llm/refusal.js';
 import { estimatedUsage, meterFor, usageOfEvent } from '../../../../src/planes/llm/usage.js';
 
@@ -74,4 +75,13 @@ describe('usage of the new kinds', () => {
     assert.deepEqual(estimatedUsage({ messages: [{ role: 'user', content: 'x'.repeat(9) }, { role: 'user', content: [{ type: 'text', text: 'abc' }] }] }, 5), { inputTokens: 3, outputTokens: 2, estimated: true });
     assert.deepEqual(estimatedUsage({ prompt: 'abcd' }, 0), { inputTokens: 1, outputTokens: 0, estimated: true });
   });
+});
+
+test('the versioned route: the same as stripping /^\\/v1\\// and then /^\\//, for paths of every shape', () => {
+  const byExpression = (path: string) => path.replace(/^\/v1\//, '').replace(/^\//, '');
+  const parts = ['', '/', 'v1', '/v1', '/v1/', '//', 'chat', '/completions', 'V1', '?x=1', '/v2/'];
+  for (const a of parts) for (const b of parts) for (const c of parts) {
+    const path = a + b + c;
+    assert.equal(versionedRoute(path), byExpression(path), JSON.stringify(path));
+  }
 });
