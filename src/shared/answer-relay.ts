@@ -46,8 +46,6 @@ class ClientGone extends Error {
   }
 }
 
-const NOT_COLLECTING = -1;
-
 export class AnswerRelay implements Dispatcher.DispatchHandler {
   private abortCall: ((err?: Error) => void) | null = null;
   private resumeCall: (() => void) | null = null;
@@ -57,8 +55,9 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
   private observe: ((chunk: Buffer) => void) | null = null;
   private rewrite: ((chunk: Buffer) => string) | null = null;
   private rest: (() => string) | null = null;
-  private collecting: Buffer[] = [];
-  private collectLimit = NOT_COLLECTING;
+  /** The kept chunks of an answer the plane collects; null while it goes to the client. */
+  private collecting: Buffer[] | null = null;
+  private collectLimit = 0;
   private collectedBytes = 0;
 
   constructor(
@@ -87,8 +86,10 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
       return false;
     }
     this.answering = true;
-    if ('collect' in plan) this.collectLimit = plan.collect;
-    else if ('rewrite' in plan) {
+    if ('collect' in plan) {
+      this.collecting = [];
+      this.collectLimit = plan.collect;
+    } else if ('rewrite' in plan) {
       this.rewrite = plan.rewrite;
       this.rest = plan.rest;
     } else this.observe = plan.observe;
@@ -96,7 +97,7 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
-    if (this.collectLimit !== NOT_COLLECTING) {
+    if (this.collecting !== null) {
       this.collectedBytes += chunk.length;
       if (this.collectedBytes <= this.collectLimit) this.collecting.push(chunk);
       return true;
@@ -116,7 +117,7 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
-    if (this.collectLimit !== NOT_COLLECTING) this.route.collected(Buffer.concat(this.collecting), this.collectedBytes <= this.collectLimit);
+    if (this.collecting !== null) this.route.collected(Buffer.concat(this.collecting), this.collectedBytes <= this.collectLimit);
     else if (this.rest !== null) this.res.end(this.rest());
     else this.res.end();
   }

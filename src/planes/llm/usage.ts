@@ -392,8 +392,7 @@ function requestTextChars(body: unknown): number {
   return chars;
 }
 
-function numberHeader(v: string | string[] | undefined): number | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
+function numberHeader(s: string | undefined): number | undefined {
   if (s === undefined || !/^\d+$/.test(s.trim())) return undefined;
   return Number(s);
 }

@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { text as readText } from 'node:stream/consumers';
 import OpenAI from 'openai';
 import { request } from 'node:http';
 import { CLIENT_TOKEN, startGateway, type Harness } from '../../fakes/gateway-harness.js';
@@ -88,15 +89,13 @@ describe('LLM gateway: edges of the data path', () => {
     for (let i = 0; i < 2000 && h.fake.backpressured === pressedBefore; i++) await new Promise((r) => setTimeout(r, 5));
     assert.ok(h.fake.backpressured > pressedBefore, 'the provider was held back');
     // And stays held back while the client does not read: a gateway that ignored its client's full socket took all
-    // 16 MiB from the provider within 0.3 s of the first wait here (the same test, that line of relay.ts changed).
+    // 16 MiB from the provider within 0.3 s of the first wait here (the same test, with that line of
+    // shared/answer-relay.ts changed).
     for (let i = 0; i < 200 && h.fake.bigStreamsSent === sentBefore; i++) await new Promise((r) => setTimeout(r, 5));
     assert.equal(h.fake.bigStreamsSent, sentBefore, 'the provider is still waiting to write');
     assert.equal(h.completed.length, before, 'the call is still under way');
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => (text += chunk));
-    res.resume();
-    await new Promise((r) => res.once('end', r));
+    // Reading now: every byte the client was held back from.
+    const text = await readText(res);
     assert.equal(text.split(BIG_STREAM_TEXT).length - 1, BIG_STREAM_EVENTS, 'every event arrived');
     assert.ok(text.endsWith('data: [DONE]\n\n'));
     assert.equal(h.fake.bigStreamsSent, sentBefore + 1);

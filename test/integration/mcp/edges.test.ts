@@ -6,6 +6,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { buffer as readBytes, text as readText } from 'node:stream/consumers';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { closable } from '../../fakes/closable.js';
@@ -170,11 +171,8 @@ describe('MCP gateway: edges of the answer path', () => {
     for (let i = 0; i < 200 && upstream.bigSent === sent; i++) await new Promise((r) => setTimeout(r, 5));
     assert.equal(upstream.bigSent, sent, 'the server is still waiting to write');
     assert.equal(h.completed.length, before, 'the call is still under way');
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => (text += chunk));
-    res.resume();
-    await new Promise((r) => res.once('end', r));
+    // Reading now: every byte the client was held back from.
+    const text = await readText(res);
     assert.equal(text.split(BIG_TEXT).length - 1, BIG_EVENTS, 'every event arrived');
     assert.match(text, /big done/);
     const done = (await h.completions(before + 1))[before];
@@ -184,9 +182,7 @@ describe('MCP gateway: edges of the answer path', () => {
   test("a JSON answer passed byte for byte keeps the server's content-length; what it said is still reported", async () => {
     const before = h.completed.length;
     const res = await post(h.url, call(4, 'sized'));
-    const chunks: Buffer[] = [];
-    for await (const chunk of res) chunks.push(chunk as Buffer);
-    const bytes = Buffer.concat(chunks);
+    const bytes = await readBytes(res);
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-length'], String(bytes.length));
     assert.equal(res.headers['transfer-encoding'], undefined);
