@@ -138,10 +138,12 @@ export async function serve(port: StorePort, dataDir: string | 'memory'): Promis
 /**
  * How far below the thread that answers calls the store's thread runs (nice value). When both want the same core
  * (a one-core replica, a busy machine), a batch of audit inserts in WebAssembly would otherwise get an equal share
- * of it, and calls arriving meanwhile would wait out its time slice; a lower priority lets the scheduler run the
- * calls' thread first. 5 and not more: with the event loop saturated the store still gets about a quarter of the
- * core, more than the audit writes of a saturated gateway take (bench/gateway-overhead: about 60 µs of store CPU
- * per call against 200 µs on the event loop), so audit events are written as they come, not deferred.
+ * of it; a lower priority gives the event loop the larger share. It does not hand the event loop the core the
+ * moment a call arrives: a kernel that lets the running thread finish its slice (bench/gateway-overhead/README.md,
+ * "Where the tail waits": up to a 4 ms tick) still makes that call wait behind an insert in progress. 5 and not
+ * more: with the event loop saturated the store still gets about a quarter of the core, more than the audit writes
+ * of a saturated gateway take (bench/gateway-overhead: about 60 µs of store CPU per call against 200 µs on the event
+ * loop), so audit events are written as they come, not deferred.
  */
 export const STORE_THREAD_NICE = 5;
 const LOWEST_PRIORITY = 19;
