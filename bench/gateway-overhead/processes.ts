@@ -206,6 +206,38 @@ export function canPin(): boolean {
   return os.cpus().length >= 2;
 }
 
+/**
+ * Runs the main threads of `pids` (the load generator and the fake upstream) at real-time priority (SCHED_FIFO 1,
+ * reset on fork) until the returned function puts them back; null when this user may not (no CAP_SYS_NICE) or
+ * there is no `chrt`. What it is for: the local PostgreSQL server shares their core (pinPostgres), and on the kernels
+ * of these machines a woken thread waits for a running one to finish its slice, up to a 4 ms tick, whatever the
+ * running one's priority or the woken one's slice (README.md, "Where the tail waits"): the database writing a
+ * gateway's audit batch delayed the instruments that time its answers. Real-time threads preempt it at once, as if
+ * the database had a machine of its own. Only for an open-loop job that leaves them mostly idle (run.ts: the paced
+ * one): real-time threads kept busy, by a closed loop or a load at its maximum, would starve the database, and the
+ * kernel stops them for the rest of any second they were busy for 95% of (a 0.9 s stall in one run). Only the main
+ * threads: their helper threads (the collector's) stay as they were.
+ */
+export function instrumentsFirst(pids: number[]): (() => void) | null {
+  const set = (args: string[], pid: number): boolean => {
+    try {
+      execFileSync('chrt', [...args, String(pid)], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const raised = pids.filter((pid) => set(['--reset-on-fork', '--fifo', '--pid', '1'], pid));
+  const restore = (): void => {
+    for (const pid of raised) set(['--other', '--pid', '0'], pid);
+  };
+  if (raised.length < pids.length) {
+    restore();
+    return null;
+  }
+  return restore;
+}
+
 /** CPU time the hypervisor gave to others while this machine wanted it (all cores), in ms. */
 export function stealMs(): number {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);

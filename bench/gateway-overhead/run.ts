@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, countAllAuditEvents, setUpReins } from './reins-setup.js';
@@ -51,6 +51,7 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     'allow-partial-reins': { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
+    'no-realtime': { type: 'boolean', default: false },
     diagnose: { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
@@ -81,6 +82,15 @@ if (args.rounds !== undefined) {
  */
 const PIN = !args['no-pin'] && canPin();
 const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN ? 1 : null };
+/**
+ * During the paced job the load generator's and the fake upstream's main threads run at real-time priority
+ * (instrumentsFirst), so that the PostgreSQL server on their core, standing for a database on a machine of its own,
+ * does not delay the instruments timing the answers. Not in the sequential job: a closed loop keeps the generator
+ * and the direct upstream busy back to back, and real-time threads busy for 95% of a second are stopped by the
+ * kernel for the rest of it (a 0.9 s stall in one run). Cleared when this user may not raise them (the report says
+ * which). --no-realtime measures without it.
+ */
+let REALTIME: 'on' | 'off' | 'refused' = PIN && !args['no-realtime'] ? 'on' : 'off';
 
 const ALL_TARGETS = ['direct', 'bare', 'floor', 'floor-pglite', 'reins', 'reins-pg', 'portkey'] as const;
 type TargetName = (typeof ALL_TARGETS)[number];
@@ -286,12 +296,18 @@ async function measure(
   let before: Awaited<ReturnType<typeof snapshot>>;
   let after: typeof before;
   let result: LoadResult;
+  let restore: (() => void) | null = null;
   try {
     before = await snapshot();
     running.diag?.reset();
+    if (REALTIME === 'on' && job.kind === 'paced') {
+      restore = instrumentsFirst([loader.child.pid, bystanders.upstreamPid]);
+      if (restore === null) REALTIME = 'refused';
+    }
     result = await loader.run(job);
     after = await snapshot();
   } finally {
+    restore?.();
     for (const pid of bystanders.idlePids) process.kill(pid, 'SIGCONT');
   }
   const diagnosis = running.diag ? await running.diag.report() : undefined;
@@ -565,7 +581,12 @@ function markdown(
     PIN
       ? 'CPU placement: the gateway under test alone on CPU 1 (all its threads); the load generator and the fake upstream on CPU 0' +
         (POSTGRES_PLACEMENT ? `, and ${POSTGRES_PLACEMENT}` : '; the PostgreSQL server where the kernel puts it') +
-        '. Throughput is therefore per core of gateway.'
+        '. Throughput is therefore per core of gateway. ' +
+        (REALTIME === 'on'
+          ? 'During the @1000/s job the load generator\'s and the fake upstream\'s main threads ran at real-time priority, so that work of the database on their core does not delay them (README.md, "Where the tail waits").'
+          : REALTIME === 'refused'
+            ? 'The load generator and the fake upstream could not be raised to real-time priority (no CAP_SYS_NICE): the database\'s work on their core delays the instruments in the @1000/s job.'
+            : 'The @1000/s job ran with the load generator and the fake upstream at normal priority (--no-realtime).')
       : 'CPU placement: left to the kernel (--no-pin); the generator, the upstream and the gateway share both cores.',
     '',
     `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is the target's figure minus the direct upstream's. ` +

@@ -5,9 +5,10 @@
  * which takes the time; the fake upstream; the gateway's event loop) it reports how long each waited for its CPU
  * after being woken, and, over the waits longer than 0.5 ms, which other tasks held that CPU meanwhile.
  *
- *   node --import tsx bench/gateway-overhead/tail-sched.ts [--targets bare,floor,reins-pg,reins] [--seconds 4] [--by-thread] [--keep DIR] [--no-build]
+ *   node --import tsx bench/gateway-overhead/tail-sched.ts [--targets bare,floor,reins-pg,reins] [--seconds 4] [--by-thread] [--realtime] [--keep DIR] [--no-build]
  *
- * `--keep DIR` keeps perf's data (`perf sched timehist -i DIR/<target>.sched.data`). `--by-thread` names each of the gateway's other threads by its id instead of counting them together (the embedded
+ * `--realtime` runs the load generator's and the fake upstream's main threads at real-time priority during the
+ * measured seconds, as run.ts does in its latency jobs. `--keep DIR` keeps perf's data (`perf sched timehist -i DIR/<target>.sched.data`). `--by-thread` names each of the gateway's other threads by its id instead of counting them together (the embedded
  * store's thread is the one started last, with the highest id; V8's helper threads are started with the process).
  * Writes bench/results/tail-sched.md (the machine line first). Needs `perf` (Debian's linux-perf) and the right to
  * trace the scheduler (root, or kernel.perf_event_paranoid <= 1). Reins runs from dist/ (built first unless --no-build).
@@ -22,7 +23,7 @@ import { startGovernedFloor } from './floor-child.js';
 import type { LoadJob } from './load.js';
 import { type Target, UPSTREAM_KEY } from './payloads.js';
 import { requirePerf } from './perf-samples.js';
-import { type Child, REINS_NODE_FLAGS, canPin, machineFacts, pinPostgres, startServer } from './processes.js';
+import { type Child, REINS_NODE_FLAGS, canPin, instrumentsFirst, machineFacts, pinPostgres, startServer } from './processes.js';
 import { startBenchReins, startUpstreamAndLoader } from './rig.js';
 import { type Slice, type Waits, parseTimehist, waitsOf } from './sched-waits.js';
 
@@ -45,6 +46,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '4' },
     'by-thread': { type: 'boolean', default: false },
     keep: { type: 'string' },
+    realtime: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
   },
 });
@@ -95,7 +97,10 @@ async function measure(name: Name, scratch: string): Promise<Measured> {
     const data = join(scratch, `${name}.sched.data`);
     const perf = spawn('perf', ['sched', 'record', '-a', '-o', data], { stdio: 'ignore' });
     const recorded = new Promise<void>((done) => perf.once('exit', () => done()));
-    const result = await loader.run(job);
+    // --realtime: the instruments as run.ts runs them in its latency jobs.
+    const restore = args.realtime ? instrumentsFirst([loader.child.pid, upstreamPid]) : null;
+    if (args.realtime && restore === null) throw new Error('--realtime: this user may not raise threads to real-time priority');
+    const result = await loader.run(job).finally(() => restore?.());
     perf.kill('SIGINT');
     await recorded;
     const text = execFileSync('perf', ['sched', 'timehist', '-i', data], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
@@ -131,7 +136,7 @@ const lines: string[] = [
   '',
   `${new Date().toISOString()}, ${facts.cores} × ${facts.cpuModel}, ${facts.kernel}, Node ${facts.node}; Reins ${String(facts.reinsCommit).slice(0, 12)}. ` +
     `Machine speed ${facts.speedMs} ms (processes.ts machineSpeedMs, lower is faster). Placement: each target alone on CPU 1; the load generator and the fake upstream on CPU 0${placement ? `, and ${placement}` : ""}. ` +
-    `Each target: ${seconds} s at 1,000 requests/s after 3 s unmeasured, \`perf sched record -a\` over the measured seconds. ` +
+    `Each target: ${seconds} s at 1,000 requests/s after 3 s unmeasured, \`perf sched record -a\` over the measured seconds${args.realtime ? ', the load generator\'s and the fake upstream\'s main threads at real-time priority meanwhile (--realtime)' : ''}. ` +
     'How to read it: bench/gateway-overhead/README.md, "Where the tail waits".',
   '',
   '| target | p50 | p90 | p99 | thread | runs | waited p50 | p99 | max | waits > 0.5 ms | what ran on its CPU meanwhile (ms in all) |',
