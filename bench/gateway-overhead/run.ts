@@ -541,7 +541,7 @@ async function main(): Promise<number> {
     const outDir = resolve(args.out ?? (args.quick ? join(os.tmpdir(), 'reins-gateway-overhead') : join(ROOT, 'bench/results')));
     const base = args.quick ? 'gateway-overhead.quick' : 'gateway-overhead';
     mkdirSync(outDir, { recursive: true });
-    const json = { date, elapsedSeconds: elapsedS, loadAverageAtEnd: os.loadavg(), quick: args.quick, settings: SETTINGS, cpuPlacement: { ...CPU, postgres: POSTGRES_PLACEMENT }, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
+    const json = { date, elapsedSeconds: elapsedS, loadAverageAtEnd: os.loadavg(), quick: args.quick, settings: SETTINGS, cpuPlacement: { ...CPU, postgres: POSTGRES_PLACEMENT, realtimeInstrumentsAt1000: REALTIME }, limits: LIMITS, machine: info, policies, summaries, checks, warnings, targets: records };
     writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(json, null, 2)}\n`);
     writeFileSync(join(outDir, `${base}.md`), markdown(date, info, records, summaries, checks, warnings, diagnosis, elapsedS));
     log(`wrote ${relative(process.cwd(), join(outDir, base))}.{json,md}`);
