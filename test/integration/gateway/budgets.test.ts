@@ -140,7 +140,11 @@ describeEachStore('gateway: budgets and model access', ({ store }) => {
     }, 3000);
     assert.ok(Math.abs(usage.spentUsd - admitted * DEAR_COST) < 1e-9);
     assert.ok(usage.spentUsd >= limitUsd, `the budget was not used up: ${usage.spentUsd}`);
-    assert.ok(usage.spentUsd < limitUsd + workers * DEAR_COST, `overspent beyond the calls in flight: ${usage.spentUsd}`);
+    // A call's cost moves from reserved to spent as it completes, beside its answer's last bytes, not before them: a
+    // worker's next call can be admitted while its previous one's settlement is still being written, its reservation
+    // (the low estimate) still counted in flight. So at the last admission each worker held at most two calls'
+    // reservations (on a loaded machine it happens: 11 calls spent 0.0771 in one run, where one each allows 0.0761).
+    assert.ok(usage.spentUsd < limitUsd + 2 * workers * DEAR_COST, `overspent beyond the calls in flight: ${usage.spentUsd}`);
   });
 
   test('sequentially, a budget admits calls until spent reaches the limit, then refuses; other identities are unaffected', async () => {
