@@ -28,17 +28,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadJob } from './load.js';
-import { type Target, UPSTREAM_KEY } from './payloads.js';
-import { startGovernedFloor } from './floor-child.js';
+import type { Target } from './payloads.js';
 import { attributePerf, differenceLines, requirePerf, startPerf, topLines, totalOf } from './perf-samples.js';
-import { REINS_NODE_FLAGS, canPin, processCpuMs, startServer, type Child } from './processes.js';
-import { startBenchReins, startUpstreamAndLoader } from './rig.js';
+import { canPin, processCpuMs, type Child } from './processes.js';
+import { GATEWAY_NAMES, type GatewayName, startGateway, startUpstreamAndLoader } from './rig.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
-const TSX = ['--import', 'tsx'];
-const NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
-type Name = (typeof NAMES)[number];
+const NAMES = GATEWAY_NAMES;
+type Name = GatewayName;
 
 const { values: args } = parseArgs({
   options: {
@@ -78,21 +76,6 @@ interface Measured {
   perfUsPerRequest: number;
 }
 
-async function startTarget(name: Name, upstream: string, children: Child[], cleanups: (() => Promise<void>)[]): Promise<{ pid: number; target: Target }> {
-  const perfMap = ['--perf-basic-prof'];
-  if (name === 'bare') {
-    const s = await startServer(name, [...perfMap, ...TSX, join(HERE, 'bare-proxy.ts'), upstream], { cpu: CPU.gateway });
-    children.push(s.child);
-    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${UPSTREAM_KEY}` } } };
-  }
-  if (name === 'floor' || name === 'floor-pglite') {
-    const s = await startGovernedFloor(name, name, upstream, [...perfMap, ...TSX], { cpu: CPU.gateway }, cleanups);
-    children.push(s.child);
-    return { pid: s.child.pid, target: s.target };
-  }
-  return startBenchReins(name, name === 'reins-pg' ? 'pg' : 'pglite', [...REINS_NODE_FLAGS, ...perfMap], upstream, CPU.gateway, children, cleanups);
-}
-
 function loadJob(target: Target, measuredSeconds: number, warmupSeconds: number): LoadJob {
   return args.max
     ? { kind: 'max', target, connections: 50, warmupSeconds, seconds: measuredSeconds }
@@ -104,7 +87,7 @@ async function measure(name: Name): Promise<Measured> {
   const cleanups: (() => Promise<void>)[] = [];
   try {
     const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
-    const { pid, target } = await startTarget(name, upstream, children, cleanups);
+    const { pid, target } = await startGateway(name, upstream, ['--perf-basic-prof'], CPU.gateway, children, cleanups);
     await loader.run(loadJob(target, 3, 1));
     const data = join(out, `${name}.perf.data`);
     const cpuBefore = processCpuMs(pid);

@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBenchDatabase } from './bench-database.js';
+import { startGovernedFloor } from './floor-child.js';
 import type { LoadJob, LoadResult } from './load.js';
-import type { Target } from './payloads.js';
-import { type Child, JobChild, startServer } from './processes.js';
+import { type Target, UPSTREAM_KEY } from './payloads.js';
+import { type Child, JobChild, REINS_NODE_FLAGS, startServer } from './processes.js';
 import { setUpReins } from './reins-setup.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -49,4 +50,33 @@ export async function startBenchReins(
   children.push(s.child);
   const setup = await setUpReins(s.url, admin, { allowPartial: false });
   return { pid: s.child.pid, target: setup.target };
+}
+
+/** The gateways the side-by-side tools measure one at a time (run.ts's names). */
+export const GATEWAY_NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
+export type GatewayName = (typeof GATEWAY_NAMES)[number];
+
+/**
+ * One gateway on `cpu`, started with `nodeFlags` (profiling flags; Reins also gets the start script's flags) and set
+ * up as the main bench sets it up: the bare proxy, the governed floor on either store, or Reins on either store.
+ */
+export async function startGateway(
+  name: GatewayName,
+  upstream: string,
+  nodeFlags: string[],
+  cpu: number | null,
+  children: Child[],
+  cleanups: (() => Promise<void>)[],
+): Promise<{ pid: number; target: Target }> {
+  if (name === 'bare') {
+    const s = await startServer(name, [...nodeFlags, ...TSX, join(HERE, 'bare-proxy.ts'), upstream], { cpu });
+    children.push(s.child);
+    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${UPSTREAM_KEY}` } } };
+  }
+  if (name === 'floor' || name === 'floor-pglite') {
+    const s = await startGovernedFloor(name, name, upstream, [...nodeFlags, ...TSX], { cpu }, cleanups);
+    children.push(s.child);
+    return { pid: s.child.pid, target: s.target };
+  }
+  return startBenchReins(name, name === 'reins-pg' ? 'pg' : 'pglite', [...REINS_NODE_FLAGS, ...nodeFlags], upstream, cpu, children, cleanups);
 }

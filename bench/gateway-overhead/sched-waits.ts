@@ -87,7 +87,10 @@ export function waitsOf(slices: Slice[], tid: number, label: (s: Slice) => strin
       const from = Math.max(woken, other.end - other.run);
       const to = Math.min(start, other.end);
       if (other.end - other.run >= start) break;
-      if (to > from) blockers.set(label(other), (blockers.get(label(other)) ?? 0) + (to - from) * 1000);
+      if (to > from) {
+        const who = label(other);
+        blockers.set(who, (blockers.get(who) ?? 0) + (to - from) * 1000);
+      }
     }
   }
   return {

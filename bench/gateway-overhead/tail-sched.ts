@@ -19,19 +19,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startGovernedFloor } from './floor-child.js';
 import type { LoadJob } from './load.js';
-import { type Target, UPSTREAM_KEY } from './payloads.js';
 import { requirePerf } from './perf-samples.js';
-import { type Child, REINS_NODE_FLAGS, canPin, instrumentsFirst, machineFacts, pinPostgres, startServer } from './processes.js';
-import { startBenchReins, startUpstreamAndLoader } from './rig.js';
+import { type Child, canPin, instrumentsFirst, machineFacts, pinPostgres } from './processes.js';
+import { GATEWAY_NAMES, type GatewayName, startGateway, startUpstreamAndLoader } from './rig.js';
 import { type Slice, type Waits, parseTimehist, waitsOf } from './sched-waits.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
-const TSX = ['--import', 'tsx'];
-const NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
-type Name = (typeof NAMES)[number];
+const NAMES = GATEWAY_NAMES;
+type Name = GatewayName;
 const LABELS: Record<Name, string> = {
   bare: 'bare Node proxy',
   floor: 'governed floor, PostgreSQL',
@@ -63,20 +60,6 @@ if (targets.some((t) => t.startsWith('reins')) && !args['no-build']) {
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 }
 
-async function startTarget(name: Name, upstream: string, children: Child[], cleanups: (() => Promise<void>)[]): Promise<{ pid: number; target: Target }> {
-  if (name === 'bare') {
-    const s = await startServer(name, [...TSX, join(HERE, 'bare-proxy.ts'), upstream], { cpu: CPU.gateway });
-    children.push(s.child);
-    return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${UPSTREAM_KEY}` } } };
-  }
-  if (name === 'floor' || name === 'floor-pglite') {
-    const s = await startGovernedFloor(name, name, upstream, TSX, { cpu: CPU.gateway }, cleanups);
-    children.push(s.child);
-    return { pid: s.child.pid, target: s.target };
-  }
-  return startBenchReins(name, name === 'reins-pg' ? 'pg' : 'pglite', REINS_NODE_FLAGS, upstream, CPU.gateway, children, cleanups);
-}
-
 interface Measured {
   name: Name;
   p50: number;
@@ -91,7 +74,7 @@ async function measure(name: Name, scratch: string): Promise<Measured> {
   try {
     const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
     const upstreamPid = children[0]!.pid;
-    const { pid, target } = await startTarget(name, upstream, children, cleanups);
+    const { pid, target } = await startGateway(name, upstream, [], CPU.gateway, children, cleanups);
     const job: LoadJob = { kind: 'paced', target, rate: 1000, warmupSeconds: 0, seconds, connections: 32 };
     await loader.run({ ...job, seconds: 3 });
     const data = join(scratch, `${name}.sched.data`);
