@@ -1,8 +1,8 @@
 -- The embedded store's audit writes, made cheaper: PGlite drops the two time indexes, (at) and (type, at). Its
 -- store thread writes every governed call's two audit events inside the gateway's own process, and the seven audit
--- indexes were over half of what a row cost (80 µs a row on this project's 2-core machine, 37 with none, 61 without
--- these two). On a log partitioned by day the two are nearly redundant: a since/until window reads only its days
--- anyway, and the list's pages walk the primary key (id, at) or a filter's (…, id) index whatever the window
+-- indexes were half of what an event cost it (bench/audit-scale/row-cost.ts, bench/results/audit-row-cost.md, on
+-- this project's 2-core machine: 74 µs an event, 38 with the primary key alone, 64 without these two). On a log
+-- partitioned by day the two are nearly redundant: a since/until window reads only its days anyway, and the list's pages walk the primary key (id, at) or a filter's (…, id) index whatever the window
 -- (bench/results/audit-scale-plans.md: no page plan uses either). What used them reads the window's day partitions
 -- instead: the spend report (a sum over every LLM event of its window, which it reads whole either way), the runtime
 -- guard's one look-up of where its last day starts (the primary key, whose second column is `at`), and retention's
