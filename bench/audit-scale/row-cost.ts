@@ -4,8 +4,9 @@
  * figure is the store's work per event and not the gateway's. Per store, in alternating rounds:
  *
  * - `migrated`: the indexes the migrations leave on that store;
- * - `with time indexes`: the same plus `(at)` and `(type, at)` where the store has dropped them (PGlite, migration 022);
- * - `without time indexes`: the same minus those two where the store has them (PostgreSQL);
+ * - `with time indexes`: the same plus whichever of `(at)` and `(type, at)` the store lacks (PGlite: `(type, at)`,
+ *   dropped by migration 022, which dropped `(at)` too until 023 put it back);
+ * - `without time indexes`: the same minus whichever of the two the store has;
  * - `primary key only`: every secondary index dropped (what the governed floor's table has, bench/gateway-overhead).
  *
  *   node --import tsx bench/audit-scale/row-cost.ts [--rounds 2] [--store pglite,postgres] [--out DIR]
@@ -45,7 +46,7 @@ const MEASURED_BATCHES = 300;
 const INSERT = `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
          SELECT e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->7
            FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`;
-// The two time indexes as migration 017 made them (022 drops them on PGlite).
+// The two time indexes as migration 017 made them (on PGlite 022 dropped both and 023 made (at) again).
 const TIME_INDEXES: Record<string, string> = { audit_events_at: '(at)', audit_events_type_at: '(type, at)' };
 
 /** A governed LLM call's two events, shaped as Reins writes them (audit-record.ts): decision, then end. */
@@ -95,7 +96,7 @@ async function measure(store: string, variant: Variant): Promise<{ usPerEvent: n
 }
 
 const VARIANTS: Record<string, Variant[]> = {
-  pglite: ['migrated', 'with time indexes', 'primary key only'],
+  pglite: ['migrated', 'with time indexes', 'without time indexes', 'primary key only'],
   postgres: ['migrated', 'without time indexes', 'primary key only'],
 };
 const speedMs = machineSpeedMs();

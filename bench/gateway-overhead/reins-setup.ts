@@ -116,6 +116,21 @@ export async function countAllAuditEvents(base: string, admin: string, from: Dat
   return count(from.getTime(), to.getTime() + 1);
 }
 
+/**
+ * Waits until Reins' gauge of audit events waiting to be written (`reins_audit_queue_events` on /metrics) reads 0;
+ * returns what it last read (0 once drained), or null when the gauge could not be read.
+ */
+export async function auditQueueDrained(base: string, timeoutMs: number): Promise<number | null> {
+  let queued: number | null = null;
+  for (const until = Date.now() + timeoutMs; ; ) {
+    const r = await fetch(`${base}/metrics`);
+    const m = /^reins_audit_queue_events (\S+)$/m.exec(await r.text());
+    queued = m ? Number(m[1]) : null;
+    if (queued === null || queued === 0 || Date.now() > until) return queued;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 /** LLM audit events of the bench agent; audit writes may trail the answer by a moment, so it asks a few times. */
 export async function countAuditEvents(base: string, admin: string, atLeast = 5): Promise<number | null> {
   let count = 0;
