@@ -488,8 +488,9 @@ async function main(): Promise<number> {
       let audited: number | null = null;
       for (let pass = 0; pass < 5; pass++) {
         const counted = await countAllAuditEvents(reinsRun.admin!.base, reinsRun.admin!.admin, new Date(started), new Date());
-        if (counted === audited || counted === null) break;
+        const agreed = counted === audited;
         audited = counted;
+        if (agreed || counted === null) break;
         await delay(500);
       }
       const line = `audit: ${audited ?? 'unknown'} llm audit events for ${calls} calls Reins forwarded to the upstream`;
