@@ -37,6 +37,8 @@ const files = explicit.length > 0 ? explicit : find('test').sort();
 const FILE_LIMIT_MS = 600_000;
 // Every test process loads this after tsx: failed `assert.ok` calls without a message report at once.
 const assertOk = new URL('../test/helpers/assert-ok.ts', import.meta.url).href;
+// ...and this one: a file's report reaches the runner whole before `--test-force-exit` ends its process.
+const wholeReport = new URL('../test/helpers/whole-report.ts', import.meta.url).href;
 const result = spawnSync(
   process.execPath,
   [
@@ -44,6 +46,8 @@ const result = spawnSync(
     'tsx',
     '--import',
     assertOk,
+    '--import',
+    wholeReport,
     '--test',
     '--test-reporter=spec',
     '--test-concurrency=4',
