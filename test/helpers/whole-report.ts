@@ -7,8 +7,8 @@
  * files' pipes on two busy cores, falls behind), further writes wait in the process's own queue, and
  * `process.exit()` drops them. The file's later tests then never reach the runner: not failed, not counted,
  * and the run passes without them (seen: a CI run that reported 15 tests fewer than the run before, the rest
- * of one file's suite missing after its first two tests). Once, reproducing it, the runner that received such
- * a cut report spun at full CPU and never ended.
+ * of one file's suite missing after its first two tests; Node's own report: nodejs/node#64833). Once, reproducing
+ * it, the runner that received such a cut report spun at full CPU and never ended (nodejs/node#62693).
  *
  * A blocking stdout makes each write wait until the pipe takes it, so everything the file reported is in the
  * pipe before the process exits. stderr likewise, for what a failing test prints.
