@@ -244,6 +244,56 @@ export function stealMs(): number {
   return Number(cpu[8] ?? 0) * CLOCK_TICK_MS;
 }
 
+/** A process that used the CPU while a benchmark was about to start. */
+export interface BusyProcess {
+  pid: number;
+  command: string;
+  /** Percent of one CPU over the sample. */
+  cpuPercent: number;
+}
+
+/** CPU time (ms) of every process this user can read, by pid, with its command name. */
+function everyProcessCpuMs(): Map<number, { command: string; ms: number }> {
+  const out = new Map<number, { command: string; ms: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(name), { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * The processes other than this one that used at least `minPercent` of a CPU over `sampleMs`, busiest first.
+ * A process left spinning on one of the two cores (seen: a test runner that never ended) makes every figure of a run
+ * worse and nothing else in the report says so: the load average only hints at it.
+ */
+export function busyProcesses(sampleMs = 1000, minPercent = 20): BusyProcess[] {
+  const before = everyProcessCpuMs();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, sampleMs);
+  const after = everyProcessCpuMs();
+  const busy: BusyProcess[] = [];
+  for (const [pid, { command, ms }] of after) {
+    const was = before.get(pid);
+    if (pid === process.pid || was === undefined) continue;
+    const cpuPercent = Math.round(((ms - was.ms) / sampleMs) * 100);
+    if (cpuPercent >= minPercent) busy.push({ pid, command, cpuPercent });
+  }
+  return busy.sort((a, b) => b.cpuPercent - a.cpuPercent);
+}
+
+/** The report's warnings for machineFacts' `busyAtStart`: one line per process that was busy before the run. */
+export function busyAtStartWarnings(facts: Record<string, unknown>): string[] {
+  return ((facts.busyAtStart ?? []) as BusyProcess[]).map(
+    (busy) => `before the run, process ${String(busy.pid)} (${busy.command}) used ${String(busy.cpuPercent)}% of a CPU: every figure of this run shared the machine with it`,
+  );
+}
+
 /** The version of an installed package, for the results' record of what was measured. */
 export function packageVersion(root: string, name: string): string {
   return (JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
@@ -330,6 +380,8 @@ export function machineFacts(root: string, packages: string[]): Record<string, u
     node: process.version,
     openssl: process.versions.openssl,
     loadAverageAtStart: os.loadavg(),
+    /** Other processes busy on the CPU just before the run (busyProcesses): none, on a machine fit to measure. */
+    busyAtStart: busyProcesses(),
     /** machineSpeedMs() at the start: the time of a fixed workload, lower is faster. */
     speedMs: machineSpeedMs(),
     /** The run's scheduling priority (nice), which every child inherits: a run under `nice -n -15` says so. */

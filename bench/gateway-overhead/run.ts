@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst, busyAtStartWarnings } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, auditQueueDrained, countAllAuditEvents, setUpReins } from './reins-setup.js';
@@ -435,7 +435,7 @@ async function main(): Promise<number> {
     }
     for (const r of runs) if (r.target && !r.admin) await preflight(r.target);
 
-    const warnings: string[] = [];
+    const warnings: string[] = busyAtStartWarnings(info);
     const pooled: Pooled = new Map();
     const active = runs.filter((r) => r.target !== null);
     // Every target first runs under load, unmeasured, until its JIT (and Reins' PGlite WebAssembly) has tiered

@@ -17,7 +17,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LatencySummary, summarize } from '../gateway-overhead/load.js';
-import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, pinPostgres, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs, machineFacts } from '../gateway-overhead/processes.js';
+import { type Child, JobChild, canPin, delay, packageVersion as installedVersion, pinPostgres, processCpuMs, REINS_NODE_FLAGS, startServer, stealMs, machineFacts, busyAtStartWarnings } from '../gateway-overhead/processes.js';
 import { createBenchDatabase } from '../gateway-overhead/bench-database.js';
 import type { PlanesJob, PlanesResult } from './load.js';
 import { MCP_SERVER_NAME, TLS_DIR, type EgressTarget, type McpTarget } from './payloads.js';
@@ -470,7 +470,7 @@ async function main(): Promise<number> {
       }
     }
 
-    const warnings: string[] = [];
+    const warnings: string[] = busyAtStartWarnings(info);
     const pooled = new Map<TargetName, Partial<Record<Pooled, number[]>>>();
     const measure = async (running: Running, job: PlanesJob, round: number): Promise<RoundResult> => {
       const pid = job.kind.startsWith('mcp') ? running.pids.mcp : running.pids.egress;
