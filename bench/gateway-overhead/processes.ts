@@ -118,12 +118,38 @@ export function freePort(): Promise<number> {
 
 const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
 
+/** A process's command name and its user plus system CPU time, all its threads (GC helpers included), in ms. */
+function readStat(pid: number): { command: string; cpuMs: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name is in parentheses and may contain spaces; the numbered fields follow it.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return { command: stat.slice(stat.indexOf('(') + 1, close), cpuMs: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS };
+}
+
 /** User plus system CPU time of a process and all its threads (GC helpers included), in ms. */
 export function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which is in parentheses and may contain spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+  return readStat(pid).cpuMs;
+}
+
+/** Every process this user can read, by pid: its command name and CPU time (ms); null when /proc cannot be read. */
+function everyProcess(): Map<number, { command: string; cpuMs: number }> | null {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  const out = new Map<number, { command: string; cpuMs: number }>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      out.set(Number(name), readStat(Number(name)));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
 }
 
 /**
@@ -132,21 +158,7 @@ export function processCpuMs(pid: number): number {
  */
 export function postgresCpuMs(): Map<number, number> | null {
   const out = new Map<number, number>();
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return null;
-  }
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() !== 'postgres') continue;
-      out.set(Number(name), processCpuMs(Number(name)));
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
+  for (const [pid, { command, cpuMs }] of everyProcess() ?? []) if (command === 'postgres') out.set(pid, cpuMs);
   return out.size > 0 ? out : null;
 }
 
@@ -252,36 +264,20 @@ export interface BusyProcess {
   cpuPercent: number;
 }
 
-/** CPU time (ms) of every process this user can read, by pid, with its command name. */
-function everyProcessCpuMs(): Map<number, { command: string; ms: number }> {
-  const out = new Map<number, { command: string; ms: number }>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(name), { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
 /**
  * The processes other than this one that used at least `minPercent` of a CPU over `sampleMs`, busiest first.
  * A process left spinning on one of the two cores (seen: a test runner that never ended) makes every figure of a run
  * worse and nothing else in the report says so: the load average only hints at it.
  */
 export function busyProcesses(sampleMs = 1000, minPercent = 20): BusyProcess[] {
-  const before = everyProcessCpuMs();
+  const before = everyProcess();
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, sampleMs);
-  const after = everyProcessCpuMs();
+  const after = everyProcess();
   const busy: BusyProcess[] = [];
-  for (const [pid, { command, ms }] of after) {
-    const was = before.get(pid);
+  for (const [pid, { command, cpuMs }] of after ?? []) {
+    const was = before?.get(pid);
     if (pid === process.pid || was === undefined) continue;
-    const cpuPercent = Math.round(((ms - was.ms) / sampleMs) * 100);
+    const cpuPercent = Math.round(((cpuMs - was.cpuMs) / sampleMs) * 100);
     if (cpuPercent >= minPercent) busy.push({ pid, command, cpuPercent });
   }
   return busy.sort((a, b) => b.cpuPercent - a.cpuPercent);
