@@ -4,6 +4,10 @@
  * figure is the store's work per event and not the gateway's. Per store, in alternating rounds:
  *
  * - `migrated`: the indexes the migrations leave on that store;
+ * - `full subject index` (PGlite): as before migration 024, the full `(subject, id)` index instead of the one that
+ *   leaves out events about their own actor;
+ * - `full subject indexes retired` (PostgreSQL): the three full subject indexes dropped, as a later release will and
+ *   as docs/audit.md tells an operator how to do sooner; the ones without the actor's own events stay;
  * - `with time indexes`: the same plus whichever of `(at)` and `(type, at)` the store lacks (PGlite: `(type, at)`,
  *   dropped by migration 022, which dropped `(at)` too until 023 put it back);
  * - `without time indexes`: the same minus whichever of the two the store has;
@@ -49,7 +53,11 @@ const INSERT = `INSERT INTO audit_events (type, action, outcome, actor_kind, act
 // The two time indexes as migration 017 made them (on PGlite 022 dropped both and 023 made (at) again).
 const TIME_INDEXES: Record<string, string> = { audit_events_at: '(at)', audit_events_type_at: '(type, at)' };
 
-/** A governed LLM call's two events, shaped as Reins writes them (audit-record.ts): decision, then end. */
+/**
+ * A governed LLM call's two events, shaped as Reins writes them (audit-record.ts): decision, then end. Made with an
+ * agent key, so each is about its own actor (subject = actor_id): the events the subject indexes of migration 024
+ * leave out. An event about someone else (a developer's call on an agent's behalf) costs what it did before 024.
+ */
 function batchText(first: number): string {
   const rows = Array.from({ length: BATCH }, (_, k) => {
     const i = first + k;
@@ -63,7 +71,9 @@ function batchText(first: number): string {
   return JSON.stringify(rows);
 }
 
-type Variant = 'migrated' | 'with time indexes' | 'without time indexes' | 'primary key only';
+type Variant = 'migrated' | 'full subject index' | 'full subject indexes retired' | 'with time indexes' | 'without time indexes' | 'primary key only';
+/** The full subject indexes: PGlite's one, which migration 024 replaced, and PostgreSQL's three, which it keeps for now. */
+const FULL_SUBJECT_INDEXES: Record<string, string> = { audit_events_subject: '(subject, id)', audit_events_subject_action: '(subject, action, id)', audit_events_subject_type: '(subject, type, id)' };
 
 async function secondaryIndexes(db: Db): Promise<string[]> {
   const r = await db.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'audit_events' AND indexname <> 'audit_events_pkey' ORDER BY indexname`);
@@ -81,6 +91,13 @@ async function measure(store: string, variant: Variant): Promise<{ usPerEvent: n
       if (variant === 'with time indexes' && !had.includes(name)) await db.query(`CREATE INDEX ${name} ON audit_events ${columns}`);
       if (variant === 'without time indexes' && had.includes(name)) await db.query(`DROP INDEX ${name}`);
     }
+    // PGlite as before migration 024: its full (subject, id) index in place of the one without the actor's own events.
+    if (variant === 'full subject index') {
+      await db.query('DROP INDEX audit_events_subject_not_actor');
+      await db.query(`CREATE INDEX audit_events_subject ON audit_events ${FULL_SUBJECT_INDEXES.audit_events_subject}`);
+    }
+    // PostgreSQL once the full subject indexes are dropped (docs/audit.md, "Retiring the full subject indexes").
+    if (variant === 'full subject indexes retired') for (const name of Object.keys(FULL_SUBJECT_INDEXES)) await db.query(`DROP INDEX ${name}`);
     if (variant === 'primary key only') for (const name of had) await db.query(`DROP INDEX ${name}`);
     const indexes = await secondaryIndexes(db);
     const batches = Array.from({ length: WARM_BATCHES + MEASURED_BATCHES }, (_, b) => batchText(b * BATCH));
@@ -96,8 +113,8 @@ async function measure(store: string, variant: Variant): Promise<{ usPerEvent: n
 }
 
 const VARIANTS: Record<string, Variant[]> = {
-  pglite: ['migrated', 'with time indexes', 'without time indexes', 'primary key only'],
-  postgres: ['migrated', 'without time indexes', 'primary key only'],
+  pglite: ['migrated', 'full subject index', 'with time indexes', 'without time indexes', 'primary key only'],
+  postgres: ['migrated', 'full subject indexes retired', 'without time indexes', 'primary key only'],
 };
 const speedMs = machineSpeedMs();
 const results: { store: string; variant: Variant; round: number; usPerEvent: number; indexes: string[] }[] = [];

@@ -72,10 +72,12 @@ const COLUMNS = 'id, at, type, action, outcome, actor_kind, actor_id, subject, h
  * planner reads only the day partitions of the window (tested with EXPLAIN in test/integration/audit/retention.test.ts).
  *
  * Every page is the newest `limit` events by id before the cursor, read by walking an index backwards in each day
- * partition (the primary key, or the (type, id), (action, id), (actor_id, id) or (subject, id) index) and merging
- * the partitions, so that a page costs the same at any depth. An identity matches the actor or the subject: an OR
- * that no single index walks in id order, so it is two walks (actor, subject), each stopping after a page, merged
- * and deduplicated (an event with both is read twice).
+ * partition (the primary key, or the (type, id), (action, id), (actor_id, id) or subject index) and merging the
+ * partitions, so that a page costs the same at any depth. An identity matches the actor or the subject: an OR that no
+ * single index walks in id order, so it is two walks, each stopping after a page, merged. The actor's walk finds the
+ * events the identity did, its own subject or not; the subject's walk only those about it that someone else did
+ * (`subject IS DISTINCT FROM actor_id`), which is what the subject indexes hold (migration 024: an event about its own
+ * actor, most of the log, costs them nothing to write). So the two walks never meet the same event.
  */
 export function auditListSql(query: AuditQuery): { sql: string; params: unknown[] } {
   const where: string[] = [];
@@ -98,8 +100,8 @@ export function auditListSql(query: AuditQuery): { sql: string; params: unknown[
   const text = 'e.id::text AS id, e.at, e.type, e.action, e.outcome, e.actor_kind, e.actor_id, e.subject, e.host, e.data';
   if (!query.identity) return { sql: `SELECT ${text} FROM (${select([])}) e ORDER BY e.id DESC`, params };
   const identity = param(query.identity);
-  const sql = `SELECT DISTINCT ON (e.id) ${text}
-     FROM ((${select([`actor_id = ${identity}`])}) UNION ALL (${select([`subject = ${identity}`])})) e
+  const sql = `SELECT ${text}
+     FROM ((${select([`actor_id = ${identity}`])}) UNION ALL (${select([`subject = ${identity}`, 'subject IS DISTINCT FROM actor_id'])})) e
      ORDER BY e.id DESC LIMIT ${limit}`;
   return { sql, params };
 }
