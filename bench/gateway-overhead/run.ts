@@ -37,6 +37,7 @@ import {
   floorWhy,
   markdownTable,
   summarize,
+  verdictOf,
 } from './report.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -632,7 +633,7 @@ function markdown(
       '| --- | --- | --- | --- |',
     );
     for (const c of checks) {
-      lines.push(`| ${c.target} | ${c.limit} | ${c.value} | ${c.pass === null ? 'not measured' : c.pass ? 'pass' : '**fail**'} |`);
+      lines.push(`| ${c.target} | ${c.limit} | ${c.value} | ${verdictOf(c)} |`);
     }
     lines.push('');
   }

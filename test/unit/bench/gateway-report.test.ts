@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkTargets, pairedRatio, type RoundResult, summarize, type TargetRecord } from '../../../bench/gateway-overhead/report.js';
+import { checkTargets, pairedRatio, type RoundResult, summarize, type TargetRecord, verdictOf } from '../../../bench/gateway-overhead/report.js';
 import { cpuSpentBetween } from '../../../bench/gateway-overhead/processes.js';
 
 function round(round: number, rps: number, cpuMs: number, storeCpuMs: number | null = null): RoundResult {
@@ -62,4 +62,28 @@ test("the throughput and CPU targets check the median of the rounds' ratios, not
 test('cpuSpentBetween: per process; one that started meanwhile counts whole, unreadable is null', () => {
   assert.equal(cpuSpentBetween(new Map([[1, 100], [2, 50]]), new Map([[1, 130], [3, 20]])), 50);
   assert.equal(cpuSpentBetween(null, new Map([[1, 1]])), null);
+});
+
+test("an added p99 target is not judged when the direct upstream's own p99 was as high as the reference's", () => {
+  // The run of 2026-11-29 03:28 UTC: a stall of the machine during the direct upstream's 1,000/s job put its p99 at
+  // 884 ms, and every gateway's "added" p99 came out negative; the ratio of two negative figures judged nothing.
+  const paced = (p99: number) => [{ round: 1, ok: 3000, warmupOk: 0, failed: 0, seconds: 3, rps: 1000, latency: { count: 3000, p50: 0.4, p90: 1, p99, max: p99, mean: 1 }, targetCpuMs: null, upstreamCpuMs: 0, idleGatewaysCpuMs: 0, upstreamServed: 3000, stealMs: 0, storeCpuMs: null } as unknown as RoundResult];
+  const rec = (name: string, p99: number): TargetRecord => ({ name, label: name, measured: true, caveats: [], notes: [], rounds: { sequential: [], paced: paced(p99), max: [] } });
+  // Samples: 95 answers at 0.3 ms and 5 at the target's p99.
+  const samples = (p99: number) => [...Array.from({ length: 95 }, () => 0.3), ...Array.from({ length: 5 }, () => p99)];
+  const judge = (direct: number, bare: number, reins: number) => {
+    const pooled = new Map([['direct', { paced: samples(direct) }], ['bare', { paced: samples(bare) }], ['reins-pg', { paced: samples(reins) }]]);
+    const summaries = summarize([rec('direct', direct), rec('bare', bare), rec('reins-pg', reins)], pooled);
+    return checkTargets(summaries, 1000).find((c) => c.target === 'reins-pg' && c.limit.startsWith("added p99 at 1000 requests/s <= 2x bare's"))!;
+  };
+  const stalled = judge(884, 3.5, 5);
+  assert.equal(stalled.pass, null);
+  assert.equal(stalled.notJudged, true);
+  assert.equal(verdictOf(stalled), 'not judged');
+  assert.match(stalled.value, /the direct upstream's own p99 \(884\.000 ms\) was as high as bare's p99, so this run cannot judge it/);
+  // The same figures without the stall are judged as before.
+  const judged = judge(0.5, 3.5, 5);
+  assert.equal(judged.pass, true);
+  assert.equal(verdictOf(judged), 'pass');
+  assert.equal(verdictOf(judge(0.5, 1.5, 5)), '**fail**');
 });
