@@ -39,17 +39,22 @@ function goesDownstream(name: string, sameBody: boolean, connectionListed: Reado
  */
 export class AnswerHeaders {
   /** Every header as `[name, value, …]`, names lower-case, in the order they came. */
-  private readonly lines: string[] = [];
+  private readonly lines: string[];
   private readonly connection: string | undefined;
 
   constructor(raw: readonly Buffer[]) {
+    // Sized once: grown by push, the list's backing store was copied three or four times a call (allocations.ts).
+    const count = raw.length - (raw.length % 2);
+    const lines = new Array<string>(count);
     let connection: string | undefined;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
+    for (let i = 0; i < count; i += 2) {
       const name = util.headerNameToString(raw[i]!);
       const value = raw[i + 1]!.toString('latin1');
-      this.lines.push(name, value);
+      lines[i] = name;
+      lines[i + 1] = value;
       if (name === 'connection') connection = connection === undefined ? value : `${connection},${value}`;
     }
+    this.lines = lines;
     this.connection = connection;
   }
 
@@ -67,9 +72,16 @@ export class AnswerHeaders {
   forClient(sameBody: boolean): string[] {
     // The names the answer lists in Connection are known only once every line is read.
     const listed = listedInConnection(this.connection);
-    const out: string[] = [];
     const lines = this.lines;
-    for (let i = 0; i < lines.length; i += 2) if (goesDownstream(lines[i]!, sameBody, listed)) out.push(lines[i]!, lines[i + 1]!);
+    // At most every line; trimmed to what goes (a shorter length cuts the same store, no copy).
+    const out = new Array<string>(lines.length);
+    let n = 0;
+    for (let i = 0; i < lines.length; i += 2) {
+      if (!goesDownstream(lines[i]!, sameBody, listed)) continue;
+      out[n++] = lines[i]!;
+      out[n++] = lines[i + 1]!;
+    }
+    out.length = n;
     return out;
   }
 }

@@ -16,7 +16,7 @@ const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS, 'host', 'content-length']);
  */
 const NEVER_UPSTREAM = new Set(['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'cookie', 'x-amz-security-token', 'x-amz-date', 'x-amz-content-sha256', 'accept-encoding', 'expect']);
 
-export function upstreamHeaders(client: IncomingHttpHeaders, credential: Record<string, string>): Record<string, string> {
+export function upstreamHeaders(client: IncomingHttpHeaders, credential: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   const connectionListed = listedInConnection(client.connection);
   // for-in and Object.assign rather than Object.entries and a spread: this runs on every call, and on Node 20's V8

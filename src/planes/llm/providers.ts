@@ -46,9 +46,19 @@ export function upstreamRoute(kind: ProviderKind, route: string): string {
   return rest === '' ? route.slice(0, q) : `${route.slice(0, q)}?${rest}`;
 }
 
-/** The provider credential Reins adds in place of the client's (which is never forwarded). */
-export function providerCredential(settings: ProviderSettings): Record<string, string> {
-  return settings.apiKey ? PROVIDERS[settings.kind].credential(settings.apiKey) : {};
+const credentials = new WeakMap<ProviderSettings, Readonly<Record<string, string>>>();
+
+/**
+ * The provider credential Reins adds in place of the client's (which is never forwarded). Made once per upstream's
+ * settings (they do not change while the process runs) and frozen: every call only copies it.
+ */
+export function providerCredential(settings: ProviderSettings): Readonly<Record<string, string>> {
+  let credential = credentials.get(settings);
+  if (credential === undefined) {
+    credential = Object.freeze(settings.apiKey ? PROVIDERS[settings.kind].credential(settings.apiKey) : {});
+    credentials.set(settings, credential);
+  }
+  return credential;
 }
 
 /** Model, stream flag and token cap as the policy object needs them. */

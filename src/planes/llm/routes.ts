@@ -37,6 +37,9 @@ const PARAM_DESCRIPTION: Record<string, string> = {
   modelAction: 'A Gemini model and method: `gemini-2.5-pro:generateContent`, `:streamGenerateContent` (with `?alt=sse`), `:countTokens`',
 };
 
+/** Every gateway path starts with it, then the upstream's name (`/llm/<name>/…`). */
+const LLM_PREFIX = '/llm/';
+
 /** Large prompts (images, long contexts) exceed the control plane's limit; this is the gateway's. */
 export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 
@@ -210,7 +213,7 @@ export class LlmGateway<C = GatewayCaller> {
     const started = performance.now();
     const method = req.method ?? 'GET';
     const provider = upstream.kind;
-    const route = (req.url ?? '/').slice(`/llm/${upstream.name}`.length);
+    const route = (req.url ?? '/').slice(LLM_PREFIX.length + upstream.name.length);
     const path = pathOf(route);
 
     const secret = clientSecret(provider, req.headers, route.length > path.length ? route.slice(path.length + 1) : '');
