@@ -88,16 +88,24 @@ function promptText(body: unknown): string {
   return JSON.stringify(b).slice(0, 2000);
 }
 
-const routeNames = new Map<string, string>();
+/** By provider, then route: no key string made per look-up (a call looks its route up three times). */
+const routeNames = new Map<string, Map<string, string>>();
+let routeNameCount = 0;
 
 /** `chat/completions`, `messages`, `converse`: the provider's route after its version prefix (memoised: few distinct routes). */
 export function policyRoute(provider: ProviderName, route: string): string {
-  const key = provider + route;
-  let name = routeNames.get(key);
+  let names = routeNames.get(provider);
+  let name = names?.get(route);
   if (name === undefined) {
     name = routeName(provider, route);
-    if (routeNames.size >= 10_000) routeNames.clear();
-    routeNames.set(key, name);
+    if (routeNameCount >= 10_000) {
+      routeNames.clear();
+      routeNameCount = 0;
+      names = undefined;
+    }
+    if (names === undefined) routeNames.set(provider, (names = new Map()));
+    names.set(route, name);
+    routeNameCount++;
   }
   return name;
 }
@@ -167,10 +175,22 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
    * Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. One
    * template string, not an array joined: it is built on every call.
    */
+  // One flat string from join, where a template of 23 parts made a chain of intermediate strings first.
   memoKey: (ctx) =>
-    `${ctx.tier}\u0000${ctx.caller.agentId}\u0000${ctx.caller.developer?.id ?? ''}\u0000${ctx.caller.developer?.role ?? ''}\u0000${ctx.caller.sessionId}` +
-    `\u0000${ctx.call.provider}\u0000${ctx.call.upstream}\u0000${policyRoute(ctx.call.provider, ctx.call.route)}\u0000${ctx.call.model ?? ''}` +
-    `\u0000${ctx.call.stream ? 1 : 0}\u0000${ctx.call.maxTokens ?? 0}\u0000${modelAccessGranted(ctx) ? 1 : 0}`,
+    [
+      ctx.tier,
+      ctx.caller.agentId,
+      ctx.caller.developer?.id ?? '',
+      ctx.caller.developer?.role ?? '',
+      ctx.caller.sessionId,
+      ctx.call.provider,
+      ctx.call.upstream,
+      policyRoute(ctx.call.provider, ctx.call.route),
+      ctx.call.model ?? '',
+      ctx.call.stream ? 1 : 0,
+      ctx.call.maxTokens ?? 0,
+      modelAccessGranted(ctx) ? 1 : 0,
+    ].join('\u0000'),
   action: () => 'llm.request',
   host: () => null,
   label: (call) => call.provider,
