@@ -75,7 +75,13 @@ type Labels = Record<string, string>;
  */
 class FastMetric<S extends { labels: Labels }> {
   readonly aggregator = 'sum';
-  protected readonly series = new Map<string, S>();
+  /** Every series, in the order made (what `get()` lists). */
+  protected readonly series: S[] = [];
+  /**
+   * The series by label value, one level a label: no key string and no array made per call, where joining two or
+   * three labels into a key made a chain of strings on every call (bench/gateway-overhead/allocations.ts).
+   */
+  private tree = new Map<string, unknown>();
 
   constructor(
     readonly name: string,
@@ -88,20 +94,35 @@ class FastMetric<S extends { labels: Labels }> {
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
   }
 
-  /** The series of these label values (in labelNames order), made on first use. */
-  protected find(key: string, values: readonly string[]): S {
-    let s = this.series.get(key);
-    if (s === undefined) {
-      const labels: Labels = {};
-      this.labelNames.forEach((n, i) => (labels[n] = values[i] ?? ''));
-      s = this.make(labels);
-      this.series.set(key, s);
+  /** The series of these label values (in labelNames order; as many as there are label names), made on first use. */
+  protected find(a: string, b: string, c?: string): S {
+    const last = this.labelNames.length - 1;
+    let level = this.tree;
+    let found: unknown = level;
+    for (let i = 0; i <= last; i++) {
+      const value = (i === 0 ? a : i === 1 ? b : c) ?? '';
+      let next = level.get(value);
+      if (next === undefined) {
+        next = i === last ? this.made([a, b, c]) : new Map<string, unknown>();
+        level.set(value, next);
+      }
+      found = next;
+      if (i < last) level = next as Map<string, unknown>;
     }
+    return found as S;
+  }
+
+  private made(values: readonly (string | undefined)[]): S {
+    const labels: Labels = {};
+    this.labelNames.forEach((n, i) => (labels[n] = values[i] ?? ''));
+    const s = this.make(labels);
+    this.series.push(s);
     return s;
   }
 
   reset(): void {
-    this.series.clear();
+    this.series.length = 0;
+    this.tree = new Map();
   }
 }
 
@@ -110,12 +131,12 @@ class FastCounter extends FastMetric<{ labels: Labels; value: number }> {
     super(name, help, 'counter', labelNames, (labels) => ({ labels, value: 0 }), registry);
   }
 
-  inc(key: string, values: readonly string[], n: number): void {
-    this.find(key, values).value += n;
+  inc(n: number, a: string, b: string, c?: string): void {
+    this.find(a, b, c).value += n;
   }
 
   get() {
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: [...this.series.values()].map((s) => ({ labels: s.labels, value: s.value })) };
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.series.map((s) => ({ labels: s.labels, value: s.value })) };
   }
 }
 
@@ -138,8 +159,8 @@ class FastHistogram extends FastMetric<HistogramSeries> {
     super(name, help, 'histogram', labelNames, (labels) => ({ labels, counts: new Array<number>(bounds.length + 1).fill(0), sum: 0, count: 0 }), registry);
   }
 
-  observe(key: string, values: readonly string[], v: number): void {
-    const s = this.find(key, values);
+  observe(v: number, a: string, b: string): void {
+    const s = this.find(a, b);
     const bounds = this.bounds;
     let i = 0;
     while (i < bounds.length && v > bounds[i]!) i++;
@@ -150,7 +171,7 @@ class FastHistogram extends FastMetric<HistogramSeries> {
 
   get() {
     const values: { labels: Labels; value: number; metricName: string }[] = [];
-    for (const s of this.series.values()) {
+    for (const s of this.series) {
       let cumulative = 0;
       this.bounds.forEach((le, i) => {
         cumulative += s.counts[i]!;
@@ -163,8 +184,6 @@ class FastHistogram extends FastMetric<HistogramSeries> {
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 }
-
-const SEP = '\u0000';
 
 /** The OTLP audit exporter's backlog: events written and not yet accepted by the Collector (docs/audit.md). */
 export function registerAuditExportMetrics(registry: Registry, lag: () => number): void {
@@ -229,18 +248,18 @@ export function registerGatewayMetrics(registry: Registry, auditPending: () => n
   return {
     completed: (provider, outcome, refusal) => {
       const reason = refusal ?? '';
-      calls.inc(provider + SEP + outcome + SEP + reason, [provider, outcome, reason], 1);
+      calls.inc(1, provider, outcome, reason);
     },
-    governance: (plane, provider, seconds) => governance.observe(plane + SEP + provider, [plane, provider], seconds),
-    upstream: (plane, provider, seconds) => upstream.observe(plane + SEP + provider, [plane, provider], seconds),
-    held: (plane, outcome, seconds) => held.observe(plane + SEP + outcome, [plane, outcome], seconds),
+    governance: (plane, provider, seconds) => governance.observe(seconds, plane, provider),
+    upstream: (plane, provider, seconds) => upstream.observe(seconds, plane, provider),
+    held: (plane, outcome, seconds) => held.observe(seconds, plane, outcome),
     // Holds are rare next to calls: prom-client's gauge is cheap enough here.
     parked: (plane, delta) => parked.inc({ plane }, delta),
     tokens: (provider, model, type, count) => {
-      if (count > 0) tokens.inc(provider + SEP + model + SEP + type, [provider, model, type], count);
+      if (count > 0) tokens.inc(count, provider, model, type);
     },
     cost: (provider, model, usd) => {
-      if (usd > 0) cost.inc(provider + SEP + model, [provider, model], usd);
+      if (usd > 0) cost.inc(usd, provider, model);
     },
   };
 }
