@@ -172,10 +172,10 @@ export const LLM_PLANE: PlaneSpec<Call, LlmGovernanceDeps> = {
   },
   section: (ctx) => ({ llm: llmSection(ctx) }),
   /**
-   * Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. One
-   * template string, not an array joined: it is built on every call.
+   * Every field the LLM policy object is built from (decision-memo.ts); namespace and name derive from the ids. Built
+   * on every call, as one `join`: a template of 23 parts made a chain of intermediate strings before the flat one
+   * the memo's look-up needs (0.7 against 0.35 KB a call, bench/gateway-overhead/allocations.ts).
    */
-  // One flat string from join, where a template of 23 parts made a chain of intermediate strings first.
   memoKey: (ctx) =>
     [
       ctx.tier,

@@ -114,7 +114,8 @@ describeEachStore('audit identity search by the subject indexes', ({ store, kind
         }),
         (err) => err === done,
       );
-      assert.deepEqual((await partitionIndexes(db, 'audit_events_subject')).length > 0, true);
+      // Rolled back: the full indexes are still there.
+      assert.ok((await partitionIndexes(db, 'audit_events_subject')).length > 0);
     });
   }
 });
