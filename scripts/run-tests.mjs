@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
 const env = { ...process.env };
@@ -37,11 +38,16 @@ const files = explicit.length > 0 ? explicit : find('test').sort();
 const FILE_LIMIT_MS = 600_000;
 // Every test process loads this after tsx: failed `assert.ok` calls without a message report at once.
 const assertOk = new URL('../test/helpers/assert-ok.ts', import.meta.url).href;
-// ...and this one: a file's report reaches the runner whole before `--test-force-exit` ends its process.
-const wholeReport = new URL('../test/helpers/whole-report.ts', import.meta.url).href;
+// The runner and every test process load this: a report reaches its reader whole before `--test-force-exit` ends
+// the process that wrote it. `--require`, because Node 20 runs `--import` modules in the test processes only.
+const wholeReport = fileURLToPath(new URL('../test/helpers/whole-report.cjs', import.meta.url));
+// The runner reads each file's report with this instead of Node 20's own reader, which can lose its place in a
+// report and then spin without end (the file says how). It replaces a method of the runner's internals, hence
+// `--expose-internals`.
+const reportReader = fileURLToPath(new URL('../test/helpers/report-reader.cjs', import.meta.url));
 // The whole run's limit: the suite takes 13-20 minutes here. Node's runner has been seen to spin at full CPU without
-// end when a file's report reached it cut (nodejs/node#62693; SIGTERM does not stop it), so past this the runner
-// is killed and the run fails, instead of holding CI until its own limit.
+// end when it lost its place in a file's report (nodejs/node#62693; SIGTERM does not stop it): should anything
+// still hang, past this the runner is killed and the run fails, instead of holding CI until its own limit.
 const RUN_LIMIT_MS = 60 * 60_000;
 const result = spawnSync(
   process.execPath,
@@ -50,8 +56,11 @@ const result = spawnSync(
     'tsx',
     '--import',
     assertOk,
-    '--import',
+    '--require',
     wholeReport,
+    '--expose-internals',
+    '--require',
+    reportReader,
     '--test',
     '--test-reporter=spec',
     '--test-concurrency=4',
