@@ -183,8 +183,11 @@ export interface CallContext<Call, D extends PipelineDeps = PipelineDeps> {
   reservations: Reservation[];
   /** LLM: the rate-limit counters the call was admitted against (its tokens are added there when it ends). */
   rateAdmissions: RateAdmission[];
-  /** Called just before the call is parked (the LLM plane keeps the client alive). */
-  beforeHold: (() => void) | undefined;
+  /**
+   * Told just before the call is parked (the LLM plane keeps the client alive): the plane's events object, its
+   * `onHeld` called as its method (the LLM gateway's is its per-call object, not a closure).
+   */
+  beforeHold: { onHeld?(): void } | undefined;
   /** Called once the call is parked, after its decision event is queued (the MCP plane tells the client). */
   onParked: ((entry: ParkedEntry) => void) | undefined;
   /** performance.now() when the pipeline took the call and when it decided (0: not yet), and the hold's wait. */

@@ -224,7 +224,7 @@ export class LlmGovernance implements GatewayHooks<GovernedCaller> {
   /** A value when the pipeline decided without waiting (no store read, no hold), else a promise. */
   decide(call: Call, events?: DecideEvents): GatewayDecision | Promise<GatewayDecision> {
     const ctx = newCallContext(LLM_PLANE, call, call.caller);
-    ctx.beforeHold = events?.onHeld;
+    ctx.beforeHold = events;
     this.contexts.begin(call, ctx);
     const run = this.pipeline.run(ctx);
     return run instanceof Promise ? run.then((decided) => this.decision(decided)) : this.decision(run);

@@ -24,7 +24,7 @@ export function holdStep<Call, D extends PipelineDeps>(ctx: CallContext<Call, D>
   if (!held) return { reason: 'approval_required', message: plane.words.notParked(p) };
   const cannot = hold.cannotHold?.(ctx.call, p) ?? null;
   if (cannot !== null) return { reason: 'approval_required', message: cannot };
-  ctx.beforeHold?.();
+  ctx.beforeHold?.onHeld?.();
   const telemetry = env.deps.telemetry;
   const since = telemetry?.holdStarted(ctx) ?? 0;
   return held

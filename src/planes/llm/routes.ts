@@ -16,12 +16,13 @@ import type { Access } from '../../shared/access.js';
 import { nestedTooDeep, TOO_DEEP_MESSAGE } from '../../shared/json-depth.js';
 import { readBodyNow, type BodyRead } from '../../shared/read-body.js';
 import { Upstreams, upstreamHeaders } from './forward.js';
-import { AnswerRelay } from '../../shared/answer-relay.js';
+import { AnswerRelay, type AnswerPlan, type RelayEnd, type RelayRoute } from '../../shared/answer-relay.js';
+import type { AnswerHeaders } from '../../shared/answer-headers.js';
 import { callFacts, clientSecret, describeRoutes, matchEndpoint, providerCredential, upstreamRoute } from './providers.js';
 import { PROVIDERS as DESCRIPTIONS } from './providers/index.js';
 import { gatewayAnswer, type GatewayAnswer, type GatewayErrorKind } from './refusal.js';
 import { DEFAULT_KIND_NAMES, type ProviderKind, type ProviderSettings } from '../../config/config.js';
-import type { CallResult, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
+import type { CallResult, DecideEvents, GatewayCaller, LlmCall, LlmGatewayDeps, RefusalReason } from './types.js';
 import { estimatedUsage, meterFor, type UsageMeter } from './usage.js';
 import { BedrockSigning } from './sigv4.js';
 import { DOCUMENTED_ROUTES, fastifyPath } from './documented-routes.js';
@@ -256,41 +257,24 @@ export class LlmGateway<C = GatewayCaller> {
       ...callFacts(provider, endpoint, body),
     };
 
-    let reported = false;
-    const complete = (result: Omit<CallResult, 'durationMs'>): void => {
-      if (reported) return;
-      reported = true;
-      try {
-        // Object.assign, not `{ ...result, durationMs }`: a property added after a leading spread takes V8's slow path
-        // on Node 20 (see plane-governance.ts record()).
-        deps.hooks.completed(call, Object.assign({}, result, { durationMs: performance.now() - started }) as CallResult);
-      } catch (err) {
-        this.log.error({ err }, 'gateway completed hook threw');
-      }
-    };
+    const run = new CallRun(deps, this.log, call, started, res, path, settings);
 
-    // A streaming call parked for approval gets its headers at once and protocol pings while it waits, so that
-    // neither the SDK nor a proxy on the way gives up on a silent connection; the outcome then arrives in-stream.
-    let keepAlive: KeepAlive | null = null;
-    const deciding = deps.hooks.decide(call, {
-      onHeld: () => {
-        const ping = DESCRIPTIONS[provider].sse.keepAlive;
-        if (call.stream && ping !== null && !res.headersSent) keepAlive = startKeepAlive(res, ping, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
-      },
-    });
+    // A streaming call parked for approval gets its headers at once and protocol pings while it waits (the run's
+    // onHeld), so that neither the SDK nor a proxy on the way gives up on a silent connection; the outcome then
+    // arrives in-stream.
+    const deciding = deps.hooks.decide(call, run);
     const decision = deciding instanceof Promise ? await deciding : deciding;
-    const held = keepAlive as KeepAlive | null;
-    held?.stop();
+    const held = run.stopKeepAlive();
     if (decision.outcome === 'deny') {
       const refusal = gatewayAnswer(provider, REFUSAL_KIND[decision.reason], decision.message, decision.status, DESCRIPTIONS[provider].policyRoute(path));
       if (decision.retryAfterSeconds !== undefined) refusal.headers['retry-after'] = String(decision.retryAfterSeconds);
-      complete({ status: refusal.status, end: 'refused' });
+      run.complete({ status: refusal.status, end: 'refused' });
       return held ? sseError(res, provider, refusal.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, refusal);
     }
 
     // A client that gave up while its call was held for approval is not served: nothing goes upstream.
     if (res.destroyed || req.socket.destroyed) {
-      complete({ status: 499, end: 'client_aborted' });
+      run.complete({ status: 499, end: 'client_aborted' });
       return;
     }
 
@@ -311,55 +295,118 @@ export class LlmGateway<C = GatewayCaller> {
           'provider_not_configured',
           `Reins could not sign this request for ${upstream.name}: ${(err as Error).message} (set providers.${upstream.name}.apiKey, or give Reins AWS credentials)`,
         );
-        complete({ status: failed.status, end: 'upstream_unreachable' });
+        run.complete({ status: failed.status, end: 'upstream_unreachable' });
         return held ? sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path)) : send(res, failed);
       }
       if (res.destroyed || req.socket.destroyed) {
-        complete({ status: 499, end: 'client_aborted' });
+        run.complete({ status: 499, end: 'client_aborted' });
         return;
       }
     }
 
     // The answer goes to the client as it arrives (shared/answer-relay.ts); a client that goes away cancels the upstream call.
-    let status = 0;
-    let meter = NO_METER;
-    const relay = new AnswerRelay(res, {
-      answered: (answerStatus, answerHeaders) => {
-        status = answerStatus;
-        // The meter sees each chunk on its way to the client; it never holds the stream back.
-        if (endpoint.metered && status >= 200 && status < 300) meter = meterFor(answerHeaders);
-        // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
-        if (held && (status < 200 || status >= 300)) return { collect: Number.POSITIVE_INFINITY };
-        if (!held) res.writeHead(status, answerHeaders.forClient(true));
-        return { observe: meter === NO_METER ? null : (chunk) => observe(meter, chunk) };
-      },
-      // As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins.
-      collected: (answerBody) => sseError(res, provider, answerBody.toString('utf8'), ''),
-      failed: (err, clientGone) => {
-        if (clientGone) {
-          complete({ status: 499, end: 'client_aborted' });
-          return;
-        }
-        this.log.warn({ err, upstream: upstream.name }, 'upstream unreachable');
-        const origin = new URL(settings.baseUrl).origin;
-        const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream.name} at ${origin}: ${err.message}`);
-        complete({ status: failed.status, end: 'upstream_unreachable' });
-        if (held) sseError(res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(path));
-        else send(res, failed);
-      },
-      ended: (end) => {
-        let usage = meter.finish();
-        const seen = meter.seen?.();
-        // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
-        if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[provider].estimateUsage) usage = estimatedUsage(body, seen?.textChars ?? 0);
-        const result: Omit<CallResult, 'durationMs'> = usage ? { status, end, usage } : { status, end };
-        if (seen?.model !== undefined) result.responseModel = seen.model;
-        complete(result);
-      },
-    });
+    const relay = new AnswerRelay(res, run);
     this.upstreams.pool(settings.baseUrl).dispatch({ method: method as 'GET' | 'POST' | 'DELETE', path: upstreamPath, headers, body: rawBody }, relay);
   }
 }
+
+/**
+ * One call from its decision on: the decision's events (a held call's keep-alive), the relay's route for its
+ * answer, and its end, reported to the hooks once. One object a call where closures over the call's variables
+ * were eight (the answer's four handlers, the end, the hold's), each allocated per call on the data path.
+ */
+class CallRun<C> implements RelayRoute, DecideEvents {
+  private reported = false;
+  private keepAlive: KeepAlive | null = null;
+  /** The call was parked and its stream's headers are out: answers and errors go in-stream. */
+  private held = false;
+  private status = 0;
+  private meter: UsageMeter = NO_METER;
+  /** Each chunk of the answer, shown to the meter on its way to the client; it never holds the stream back. */
+  private readonly observeChunk = (chunk: Buffer): void => observe(this.meter, chunk);
+
+  constructor(
+    private readonly deps: LlmGatewayDeps<C>,
+    private readonly log: GatewayLog,
+    private readonly call: LlmCall<C>,
+    private readonly started: number,
+    private readonly res: ServerResponse,
+    private readonly path: string,
+    private readonly settings: ProviderSettings,
+  ) {}
+
+  /** Reports how the call ended, once, whichever path ended it. */
+  complete(result: Omit<CallResult, 'durationMs'>): void {
+    if (this.reported) return;
+    this.reported = true;
+    try {
+      // Object.assign, not `{ ...result, durationMs }`: a property added after a leading spread takes V8's slow path
+      // on Node 20 (see plane-governance.ts record()).
+      this.deps.hooks.completed(this.call, Object.assign({}, result, { durationMs: performance.now() - this.started }) as CallResult);
+    } catch (err) {
+      this.log.error({ err }, 'gateway completed hook threw');
+    }
+  }
+
+  onHeld(): void {
+    const ping = DESCRIPTIONS[this.call.provider].sse.keepAlive;
+    if (this.call.stream && ping !== null && !this.res.headersSent) {
+      this.keepAlive = startKeepAlive(this.res, ping, this.deps.heldKeepAliveMs ?? KEEP_ALIVE_MS);
+    }
+  }
+
+  /** The decision is in: pings stop. True when the call was held with its stream open (the rest goes in-stream). */
+  stopKeepAlive(): boolean {
+    this.keepAlive?.stop();
+    this.held = this.keepAlive !== null;
+    return this.held;
+  }
+
+  answered(status: number, headers: AnswerHeaders): AnswerPlan {
+    this.status = status;
+    if (this.call.metered && status >= 200 && status < 300) this.meter = meterFor(headers);
+    // The 200 and the stream's headers are out already: the provider's error goes in-stream, in its own shape.
+    if (this.held && (status < 200 || status >= 300)) return COLLECT_ALL;
+    if (!this.held) this.res.writeHead(status, headers.forClient(true));
+    return this.meter === NO_METER ? RELAY_ONLY : { observe: this.observeChunk };
+  }
+
+  /** As the upstream worded it (route ''): its own error, which the client may retry as it would without Reins. */
+  collected(body: Buffer): void {
+    sseError(this.res, this.call.provider, body.toString('utf8'), '');
+  }
+
+  failed(err: Error, clientGone: boolean): void {
+    if (clientGone) {
+      this.complete({ status: 499, end: 'client_aborted' });
+      return;
+    }
+    const { provider, upstream } = this.call;
+    this.log.warn({ err, upstream }, 'upstream unreachable');
+    const origin = new URL(this.settings.baseUrl).origin;
+    const failed = gatewayAnswer(provider, 'upstream_unreachable', `Reins could not reach ${upstream} at ${origin}: ${err.message}`);
+    this.complete({ status: failed.status, end: 'upstream_unreachable' });
+    if (this.held) sseError(this.res, provider, failed.body, DESCRIPTIONS[provider].policyRoute(this.path));
+    else send(this.res, failed);
+  }
+
+  ended(end: RelayEnd): void {
+    const meter = this.meter;
+    let usage = meter.finish();
+    const seen = meter.seen?.();
+    // A server of a kind that may send no usage (OpenAI-compatible): the tokens counted here, marked estimated.
+    if (usage === undefined && meter !== NO_METER && DESCRIPTIONS[this.call.provider].estimateUsage) {
+      usage = estimatedUsage(this.call.body, seen?.textChars ?? 0);
+    }
+    const result: Omit<CallResult, 'durationMs'> = usage ? { status: this.status, end, usage } : { status: this.status, end };
+    if (seen?.model !== undefined) result.responseModel = seen.model;
+    this.complete(result);
+  }
+}
+
+/** An answer relayed as it comes with nothing to see on the way, and one kept whole (a held call's error). */
+const RELAY_ONLY: AnswerPlan = { observe: null };
+const COLLECT_ALL: AnswerPlan = { collect: Number.POSITIVE_INFINITY };
 
 /** Pings a held streaming call every 10 s (`gateway.heldKeepAliveSeconds`): Anthropic's own `ping` event, an SSE comment for OpenAI. */
 export const KEEP_ALIVE_MS = 10_000;
