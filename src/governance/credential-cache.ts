@@ -4,6 +4,13 @@
  * every replica drops it before its next call; deleting an identity or changing it (reins_identity) drops
  * its tokens; a lost listening connection clears everything. Expiry is checked on every hit, and entries
  * are re-read after `ttlMs` as a last safety net.
+ *
+ * That re-read happens beside the calls, not in their way: the call that finds its entry past `ttlMs` goes on with
+ * it and starts the one re-read of that secret, which replaces or drops the entry when it answers. Before, every
+ * call between the TTL and the re-read's answer read the store itself and waited for it: every 30 s a burst of
+ * reads, each behind the audit log's batch inserts, and the longest waits of the gateway's busiest seconds.
+ * A read that was under way when anything was dropped (a revocation announced while it ran) is not cached: it may
+ * have read the token before the revocation was committed.
  */
 import { Channels, type Db } from '../store/db.js';
 import type { Role } from '../shared/actor.js';
@@ -47,7 +54,7 @@ export class CredentialCache {
 
   async start(): Promise<void> {
     if (this.options.listen === false) return;
-    const clear = { onResync: () => this.byHash.clear() };
+    const clear = { onResync: () => this.dropWhere('tokenId', null) };
     this.unlisteners.push(
       await this.db.listen(Channels.token, (payload) => this.dropWhere('tokenId', field(payload, 'id')), clear),
       await this.db.listen(Channels.identity, (payload) => this.dropWhere('identityId', field(payload, 'id')), clear),
@@ -71,10 +78,13 @@ export class CredentialCache {
   /** A cached, unexpired credential for this secret, without a promise; undefined means ask `authenticate`. */
   cached(secret: string): GatewayCredential | undefined {
     if (secret.length < 16 || secret.length > 512) return undefined;
-    const hit = this.byHash.get(hashSecret(secret));
+    const hash = hashSecret(secret);
+    const hit = this.byHash.get(hash);
     if (hit === undefined) return undefined;
     const now = Date.now();
-    return now - hit.cachedAt < this.ttlMs && now < hit.expiresAt ? hit.credential : undefined;
+    if (now >= hit.expiresAt) return undefined;
+    if (now - hit.cachedAt >= this.ttlMs) this.refresh(hash);
+    return hit.credential;
   }
 
   /** The credential a secret belongs to, or null when it is unknown, revoked, expired or a sensor token. */
@@ -83,11 +93,35 @@ export class CredentialCache {
     const hash = hashSecret(secret);
     const now = Date.now();
     const hit = this.byHash.get(hash);
-    if (hit && now - hit.cachedAt < this.ttlMs) {
-      if (now < hit.expiresAt) return hit.credential;
-      this.byHash.delete(hash);
-      return null;
+    if (hit !== undefined) {
+      if (now >= hit.expiresAt) {
+        this.byHash.delete(hash);
+        return null;
+      }
+      if (now - hit.cachedAt >= this.ttlMs) this.refresh(hash);
+      return hit.credential;
     }
+    return this.read(hash);
+  }
+
+  /** Bumped by every drop: a read that was under way across one is not cached. */
+  private drops = 0;
+  /** The secrets (by hash) whose entry is being re-read: one re-read each at a time. */
+  private readonly refreshing = new Set<string>();
+
+  /** Re-reads an entry past `ttlMs` while calls go on with it. A failed read leaves it; a later call tries again. */
+  private refresh(hash: string): void {
+    if (this.refreshing.has(hash)) return;
+    this.refreshing.add(hash);
+    this.read(hash)
+      .catch(() => undefined)
+      .finally(() => this.refreshing.delete(hash));
+  }
+
+  /** Reads a secret's credential from the store and caches it (or drops its entry when there is none). */
+  private async read(hash: string): Promise<GatewayCredential | null> {
+    const dropsBefore = this.drops;
+    const now = Date.now();
     const r = await this.db.query<{
       id: string;
       kind: TokenKind;
@@ -114,6 +148,9 @@ export class CredentialCache {
       identityKind: row.identity_kind,
       role: row.role,
     };
+    // Something was dropped while the read ran, perhaps this token's revocation, read before it was committed: the
+    // call that asked goes on with what was read (it was in flight then), but nothing is kept for the next one.
+    if (this.drops !== dropsBefore) return credential;
     if (this.byHash.size >= this.maxEntries) this.byHash.clear();
     this.byHash.set(hash, { credential, expiresAt: row.expires_at ? row.expires_at.getTime() : Number.POSITIVE_INFINITY, cachedAt: now });
     return credential;
@@ -158,6 +195,7 @@ export class CredentialCache {
   }
 
   private dropWhere(key: 'tokenId' | 'identityId', value: string | null): void {
+    this.drops++;
     if (value === null) {
       this.byHash.clear();
       return;
