@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
-import { DefaultSerializer } from 'node:v8';
+import { frame } from '../../helpers/report-frame.js';
 
 interface Item {
   type: string;
@@ -17,17 +17,6 @@ interface ReportFramesClass {
 const { ReportFrames } = createRequire(import.meta.url)('../../helpers/report-frames.cjs') as {
   ReportFrames: ReportFramesClass;
 };
-
-/** One frame as Node's v8-serializer reporter writes it: header, payload length (4 bytes big-endian), payload. */
-function frame(item: Item): Buffer {
-  const serializer = new DefaultSerializer();
-  serializer.writeHeader();
-  serializer.writeValue(item);
-  const payload = serializer.releaseBuffer();
-  const head = Buffer.from([0xff, 0x0f, 0, 0, 0, 0]);
-  head.writeUInt32BE(payload.length, 2);
-  return Buffer.concat([head, payload]);
-}
 
 /** A test:pass frame whose payload length ends in `lastByte` (padding its name until it does). */
 function passWithLength(name: string, lastByte: number): { bytes: Buffer; item: Item } {

@@ -118,19 +118,10 @@ describe('npm test counts every test of files that report a lot at once', () => 
   });
 });
 
-/** The test file that writes `frameCode`'s frame itself: `frame(item)` builds one as Node's v8-serializer reporter does. */
+/** A test file that writes a frame of its report itself (`frame(item)`: test/helpers/report-frame.ts), then has one test. */
 function reportWriter(body: string): string {
   return `import { test } from 'node:test';
-import { DefaultSerializer } from 'node:v8';
-function frame(item: unknown): Buffer {
-  const serializer = new DefaultSerializer();
-  serializer.writeHeader();
-  serializer.writeValue(item);
-  const payload = serializer.releaseBuffer();
-  const head = Buffer.from([0xff, 0x0f, 0, 0, 0, 0]);
-  head.writeUInt32BE(payload.length, 2);
-  return Buffer.concat([head, payload]);
-}
+import { frame } from ${JSON.stringify(join(ROOT, 'test/helpers/report-frame.ts'))};
 ${body}
 test('the test after it', () => {});
 `;
