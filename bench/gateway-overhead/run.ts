@@ -333,6 +333,14 @@ function warningsOf(r: RoundResult, target: string, scenario: Scenario): string[
   if (r.upstreamServed < r.ok + r.warmupOk) out.push(`${at}: ${r.ok + r.warmupOk} answers but the upstream served only ${r.upstreamServed}`);
   if (scenario === 'paced' && r.rps < SETTINGS.rate * 0.98) out.push(`${at}: reached ${r.rps.toFixed(0)} requests/s of ${SETTINGS.rate}`);
   if (r.pacing && r.pacing.lagMax > 50) out.push(`${at}: the generator sent a request ${r.pacing.lagMax.toFixed(0)} ms late (the machine stalled)`);
+  // Sent on time but answered in a bunch: something held every answer back for a while (seen 2026-11-29: rounds of
+  // any target with answers up to 0.95 s late and the target's event loop free; README.md, "CPU placement"). The
+  // pooled p99 carries such a round whole.
+  if (scenario === 'paced' && r.pacing && r.pacing.busiest50ms >= 2.5 * r.pacing.even50ms) {
+    out.push(
+      `${at}: answers came bunched (${r.pacing.busiest50ms} in the busiest 50 ms against ${r.pacing.even50ms} on an even schedule), the latest ${r.latency?.max?.toFixed(0) ?? '?'} ms late, with the generator using ${r.loaderCpuMs.toFixed(0)} ms of CPU: a stall in the round, whose p99 the pooled figure carries`,
+    );
+  }
   const wallMs = (r.seconds + (scenario === 'sequential' ? 0 : scenario === 'paced' ? SETTINGS.pacedWarmupS : SETTINGS.maxWarmupS)) * 1000;
   if (r.stealMs > 0.05 * wallMs * os.cpus().length) out.push(`${at}: the hypervisor took ${r.stealMs} ms of CPU (steal) during ${wallMs.toFixed(0)} ms`);
   return out;
