@@ -136,4 +136,4 @@ function deserialize(payload) {
   }
 }
 
-module.exports = { ReportFrames, FRAME_START };
+module.exports = { ReportFrames };

@@ -9,8 +9,9 @@
  * From there it reads frame lengths out of the middle of frames: the report turns to raw bytes in the output, and
  * at the file's end the reader waits for a frame that cannot come, spinning at full CPU without end (the hang of
  * nodejs/node#62693, which SIGTERM does not stop). Where a piece ends depends on how far the runner has fallen
- * behind its test processes, so it happens on a busy machine: seen in 1 run in 5 of three files of 3,000 tests
- * beside three busy cores, and once in CI, where the run ended with its report cut and no summary.
+ * behind its test processes, so it happens on a busy machine: seen on three files of 3,000 tests beside three busy
+ * cores, a runner spinning for 30 minutes (and beside it an earlier CI run); test/unit/scripts/run-tests.test.ts
+ * delivers such a frame in two pieces, which Node's reader fails to read.
  *
  * The replacement reads frames whole wherever the pieces end, hands each report item to the runner as Node's
  * reader would (`addToReport`), and at the file's end reports text left over as text. A report that ends inside

@@ -317,9 +317,8 @@ export class LlmGateway<C = GatewayCaller> {
  */
 class CallRun<C> implements RelayRoute, DecideEvents {
   private reported = false;
+  /** Set when the call was parked with its stream open: its headers are out, answers and errors go in-stream. */
   private keepAlive: KeepAlive | null = null;
-  /** The call was parked and its stream's headers are out: answers and errors go in-stream. */
-  private held = false;
   private status = 0;
   private meter: UsageMeter = NO_METER;
   /** Each chunk of the answer, shown to the meter on its way to the client; it never holds the stream back. */
@@ -358,8 +357,11 @@ class CallRun<C> implements RelayRoute, DecideEvents {
   /** The decision is in: pings stop. True when the call was held with its stream open (the rest goes in-stream). */
   stopKeepAlive(): boolean {
     this.keepAlive?.stop();
-    this.held = this.keepAlive !== null;
     return this.held;
+  }
+
+  private get held(): boolean {
+    return this.keepAlive !== null;
   }
 
   answered(status: number, headers: AnswerHeaders): AnswerPlan {
