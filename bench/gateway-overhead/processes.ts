@@ -227,27 +227,72 @@ export function canPin(): boolean {
  * gateway's audit batch delayed the instruments that time its answers. Real-time threads preempt it at once, as if
  * the database had a machine of its own. Only for an open-loop job that leaves them mostly idle (run.ts: the paced
  * one): real-time threads kept busy, by a closed loop or a load at its maximum, would starve the database, and the
- * kernel stops them for the rest of any second they were busy for 95% of (a 0.9 s stall in one run). Only the main
- * threads: their helper threads (the collector's) stay as they were.
+ * kernel stops them for the rest of any second they were busy for 95% of (a 0.9 s stall in one run).
+ *
+ * Only the main threads are raised, and while they are, the processes' other threads (V8's collector and compiler
+ * helpers) may run on every CPU, not only the pinned one. A raised main thread must never wait on a helper that
+ * only its own CPU could run: after a full collection V8's incremental-marking task and cppgc's sweeping task post
+ * themselves again at once until the concurrent helpers have finished, so a real-time main thread kept its CPU
+ * without a pause, the helpers at normal priority on that CPU never ran, and the process spun until the kernel's
+ * real-time limit stopped it: about 0.9 s of CPU and answers up to 0.95 s late (README.md, "CPU placement"). With
+ * the helpers free to run on the other CPU the spin ends as soon as they have finished. `helperCpus` is where they
+ * may run meanwhile ("0-1"); they go back to their pinned CPUs with the priority.
  */
-export function instrumentsFirst(pids: number[]): (() => void) | null {
-  const set = (args: string[], pid: number): boolean => {
+export function instrumentsFirst(pids: number[], helperCpus = `0-${os.cpus().length - 1}`): (() => void) | null {
+  const run = (command: string, args: string[]): boolean => {
     try {
-      execFileSync('chrt', [...args, String(pid)], { stdio: 'ignore' });
+      execFileSync(command, args, { stdio: 'ignore' });
       return true;
     } catch {
       return false;
     }
   };
-  const raised = pids.filter((pid) => set(['--reset-on-fork', '--fifo', '--pid', '1'], pid));
+  const raised = pids.filter((pid) => run('chrt', ['--reset-on-fork', '--fifo', '--pid', '1', String(pid)]));
+  const freed: { tid: number; cpus: string }[] = [];
   const restore = (): void => {
-    for (const pid of raised) set(['--other', '--pid', '0'], pid);
+    for (const pid of raised) run('chrt', ['--other', '--pid', '0', String(pid)]);
+    for (const { tid, cpus } of freed) run('taskset', ['--pid', '--cpu-list', cpus, String(tid)]);
   };
   if (raised.length < pids.length) {
     restore();
     return null;
   }
+  for (const pid of pids) {
+    for (const tid of helperThreads(pid)) {
+      const cpus = allowedCpus(pid, tid);
+      if (cpus !== null && run('taskset', ['--pid', '--cpu-list', helperCpus, String(tid)])) freed.push({ tid, cpus });
+    }
+  }
   return restore;
+}
+
+/**
+ * Node flags for the instruments (the load generator and the fake upstream) on the CPU they are pinned to: the
+ * collector's work on their main thread alone (`--single-threaded-gc`). Pinned to one CPU its helper threads add no
+ * parallelism, only threads a main thread at real-time priority can end up waiting on (instrumentsFirst): with them
+ * a full collection in the generator cost ~0.9 s of spinning CPU and held answers up to 0.95 s; without, the same
+ * workload at real-time priority spent what it spends at normal priority (README.md, "CPU placement").
+ */
+export function instrumentFlags(cpu: number | null): string[] {
+  return cpu === null ? [] : ['--single-threaded-gc'];
+}
+
+/** The threads of `pid` other than its main thread (/proc/<pid>/task); none when it is gone. */
+export function helperThreads(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => tid !== pid);
+  } catch {
+    return [];
+  }
+}
+
+/** The CPUs a thread may run on, as the kernel lists them ("0", "0-1"); null when it is gone. */
+export function allowedCpus(pid: number, tid: number): string | null {
+  try {
+    return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** CPU time the hypervisor gave to others while this machine wanted it (all cores), in ms. */

@@ -9,7 +9,7 @@ import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { type Target, UPSTREAM_KEY } from './payloads.js';
-import { type Child, JobChild, REINS_NODE_FLAGS, startServer } from './processes.js';
+import { type Child, JobChild, REINS_NODE_FLAGS, instrumentFlags, startServer } from './processes.js';
 import { setUpReins } from './reins-setup.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -17,9 +17,9 @@ const TSX = ['--import', 'tsx'];
 
 /** The fake upstream and the load generator, both on `cpu` (null: unpinned); stopped with `children`. */
 export async function startUpstreamAndLoader(cpu: number | null, children: Child[]): Promise<{ upstream: string; loader: JobChild<LoadJob, LoadResult> }> {
-  const upstream = await startServer('fake upstream', [...TSX, join(HERE, 'fake-upstream.ts')], { cpu });
+  const upstream = await startServer('fake upstream', [...instrumentFlags(cpu), ...TSX, join(HERE, 'fake-upstream.ts')], { cpu });
   children.push(upstream.child);
-  const loader = new JobChild<LoadJob, LoadResult>('load generator', [...TSX, join(HERE, 'load.ts')], cpu);
+  const loader = new JobChild<LoadJob, LoadResult>('load generator', [...instrumentFlags(cpu), ...TSX, join(HERE, 'load.ts')], cpu);
   children.push(loader.child);
   return { upstream: upstream.url, loader };
 }

@@ -18,7 +18,7 @@ import type { Diagnosis } from './diagnostics.js';
 import type { LoadJob, LoadResult } from './load.js';
 import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from './payloads.js';
 import { checkPoliciesOffline } from './policies.js';
-import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst, busyAtStartWarnings } from './processes.js';
+import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst, instrumentFlags, busyAtStartWarnings } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
 import { startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, auditQueueDrained, countAllAuditEvents, setUpReins } from './reins-setup.js';
@@ -65,7 +65,7 @@ const PROFILE = args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=
 /** How much of each scenario a run does. A full run stays under about three minutes on 2 cores. */
 const SETTINGS = args.quick
   ? { warmS: 1, rounds: 1, seqWarmup: 100, seqRequests: 300, rate: 1000, pacedConnections: 32, pacedWarmupS: 0.5, pacedS: 1.5, maxConnections: 50, maxWarmupS: 1, maxS: 1 }
-  : { warmS: 3, rounds: 3, seqWarmup: 300, seqRequests: 1500, rate: 1000, pacedConnections: 32, pacedWarmupS: 1, pacedS: 3, maxConnections: 50, maxWarmupS: 1, maxS: 2 };
+  : { warmS: 3, rounds: 5, seqWarmup: 300, seqRequests: 1500, rate: 1000, pacedConnections: 32, pacedWarmupS: 1, pacedS: 3, maxConnections: 50, maxWarmupS: 1, maxS: 2 };
 // autocannon ends a timed run on its one-second tick, so its durations are whole seconds.
 const WARM_CONNECTIONS = 10;
 if (args.rounds !== undefined) {
@@ -132,7 +132,7 @@ function log(line: string): void {
 /** The load generator: one long-lived process for the run, so its JIT is equally warm for every target. */
 class Loader extends JobChild<LoadJob, LoadResult> {
   constructor() {
-    super('load generator', [...TSX, join(HERE, 'load.ts')], CPU.generator);
+    super('load generator', [...instrumentFlags(CPU.generator), ...TSX, join(HERE, 'load.ts')], CPU.generator);
   }
 }
 
@@ -373,7 +373,7 @@ async function main(): Promise<number> {
         `${policies.total} policies compile and leave the benchmark request alone`,
     );
 
-    const upstreamServer = await startServer('fake upstream', [...TSX, join(HERE, 'fake-upstream.ts')], { cpu: CPU.upstream });
+    const upstreamServer = await startServer('fake upstream', [...instrumentFlags(CPU.upstream), ...TSX, join(HERE, 'fake-upstream.ts')], { cpu: CPU.upstream });
     children.push(upstreamServer.child);
     const upstream = upstreamServer.url;
     const loader = new Loader();
@@ -536,7 +536,7 @@ async function main(): Promise<number> {
     const table = consoleTable(summaries, SETTINGS.rate);
     process.stdout.write(
       `\n${table}\n\nlatencies in ms over ${SETTINGS.rounds} interleaved round(s) pooled; "added" = target minus the direct upstream; ` +
-        'max req/s and CPU: median of the rounds; "vs bare" and the throughput and CPU targets: median of the rounds\' own ratios\n',
+        'max req/s and CPU: median of the rounds; "vs bare" and the throughput, CPU and added p99 targets: median of the rounds\' own ratios\n',
     );
     for (const r of records.filter((x) => !x.measured)) process.stdout.write(`${r.label}: not measured: ${r.reason}\n`);
     for (const r of records.filter((x) => x.caveats.length > 0)) process.stdout.write(`${r.label}: figures do not count yet: ${r.caveats.join('; ')}\n`);
@@ -600,8 +600,9 @@ function markdown(
       : 'CPU placement: left to the kernel (--no-pin); the generator, the upstream and the gateway share both cores.',
     '',
     `Latencies in ms, over every answer of the ${s.rounds} round(s) pooled; "added" is the target's figure minus the direct upstream's. ` +
-      `Max req/s and CPU µs/req: median of the rounds. "vs bare" and the throughput and CPU targets: each round's ratio of the two figures, ` +
-      `then the median of those (two figures of one round were measured a minute apart at most; the machine's speed moves more between rounds). ` +
+      `Max req/s and CPU µs/req: median of the rounds. "vs bare" and the throughput, CPU and added p99 targets: each round's ratio of the two figures, ` +
+      `then the median of those (two figures of one round were measured a minute apart at most; the machine's speed moves more between rounds; ` +
+      `a round's added p99 is its p99 less the direct upstream's in the same round). ` +
       `The rounds interleave the targets. ` +
       `Sequential: one connection, ${s.seqRequests} requests per round after ${s.seqWarmup} warm-up. ` +
       `@${s.rate}/s: open-loop, ${s.rate} requests/s evenly spaced over up to ${s.pacedConnections} connections, ${s.pacedS} s per round after ${s.pacedWarmupS} s warm-up. ` +

@@ -87,3 +87,30 @@ test("an added p99 target is not judged when the direct upstream's own p99 was a
   assert.equal(verdictOf(judged), 'pass');
   assert.equal(verdictOf(judge(0.5, 1.5, 5)), '**fail**');
 });
+
+test("the added p99 target checks the median of the rounds' ratios; the pooled figure is shown beside it", () => {
+  // The paced rounds of Reins on PostgreSQL in the run recorded 2026-11-29 08:41 UTC: two rounds near the bare
+  // proxy's, one (its third) on a machine whose CPU per request had doubled, which alone decided the pooled p99.
+  const pacedRound = (round: number, p99: number) =>
+    ({ round, ok: 3000, warmupOk: 1000, failed: 0, seconds: 3, rps: 1000, latency: { count: 3000, p50: 0.5, p90: 1, p99, max: p99, mean: 1 }, targetCpuMs: null, upstreamCpuMs: 0, idleGatewaysCpuMs: 0, upstreamServed: 4000, stealMs: 0, storeCpuMs: null }) as unknown as RoundResult;
+  const rec = (name: string, p99s: number[]): TargetRecord => ({ name, label: name, measured: true, caveats: [], notes: [], rounds: { sequential: [], paced: p99s.map((p, i) => pacedRound(i, p)), max: [] } });
+  const direct = [0.47, 0.65, 0.38];
+  const bare = [3.03, 3.15, 1.37];
+  const reins = [4.6, 3.59, 38.77];
+  // Pooled samples: each round's 100 answers, 99 at 0.3 ms and one at the round's p99.
+  const pool = (p99s: number[]) => p99s.flatMap((p) => [...Array.from({ length: 98 }, () => 0.3), p, p]);
+  const pooled = new Map([['direct', { paced: pool(direct) }], ['bare', { paced: pool(bare) }], ['reins-pg', { paced: pool(reins) }]]);
+  const summaries = summarize([rec('direct', direct), rec('bare', bare), rec('reins-pg', reins)], pooled);
+  assert.deepEqual(
+    summaries.find((s) => s.name === 'reins-pg')!.byRound.map((r) => r.addedP99Paced?.toFixed(2)),
+    ['4.13', '2.94', '38.39'],
+  );
+  const check = checkTargets(summaries, 1000).find((c) => c.target === 'reins-pg' && c.limit === "added p99 at 1000 requests/s <= 2x bare's")!;
+  // Rounds: 4.13 / 2.56 = 1.61x, 2.94 / 2.50 = 1.18x, 38.39 / 0.99 = 38.78x; the median 1.61x passes.
+  assert.equal(check.pass, true);
+  assert.match(check.value, /pooled \(\d+\.\d\dx\); 1\.61x, the median of the rounds' \(1\.61x, 1\.18x, 38\.78x\)$/);
+  // A round whose reference added p99 is at or below zero is left out, and the value says so.
+  const stalledDirect = summarize([rec('direct', [0.47, 9, 0.38]), rec('bare', bare), rec('reins-pg', reins)], pooled);
+  const partly = checkTargets(stalledDirect, 1000).find((c) => c.target === 'reins-pg' && c.limit === "added p99 at 1000 requests/s <= 2x bare's")!;
+  assert.match(partly.value, /\(1\.61x, 38\.78x\) \(1 round\(s\) left out: bare's added p99 at or below zero\)$/);
+});
