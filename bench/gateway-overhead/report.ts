@@ -235,7 +235,8 @@ function ratioChecks(checks: Check[], reins: TargetSummary, ref: TargetSummary |
   const p99Limit = `added p99 at ${rate} requests/s <= ${LIMITS.addedPacedP99VsBare}x ${whose}`;
   const refAddedP99 = ref?.paced?.addedP99;
   const p99Ratio = ref ? pairedRatio(reins.byRound, ref.byRound, (x) => x.addedP99Paced ?? null) : null;
-  const pooledText = (r: number, b: number) => `${ms(r)} vs ${ms(b)} pooled (${(r / b).toFixed(2)}x)`;
+  // A pooled reference at or below zero has no ratio to show (its rounds' ratios may still judge the run).
+  const pooledText = (r: number, b: number) => `${ms(r)} vs ${ms(b)} pooled${b > 0 ? ` (${(r / b).toFixed(2)}x)` : ''}`;
   if (p99Ratio === null && reins.paced?.addedP99 != null && refAddedP99 != null && refAddedP99 <= 0) {
     checks.push({
       target: reins.name,

@@ -113,4 +113,11 @@ test("the added p99 target checks the median of the rounds' ratios; the pooled f
   const stalledDirect = summarize([rec('direct', [0.47, 9, 0.38]), rec('bare', bare), rec('reins-pg', reins)], pooled);
   const partly = checkTargets(stalledDirect, 1000).find((c) => c.target === 'reins-pg' && c.limit === "added p99 at 1000 requests/s <= 2x bare's")!;
   assert.match(partly.value, /\(1\.61x, 38\.78x\) \(1 round\(s\) left out: bare's added p99 at or below zero\)$/);
+  // The rounds judge the run even when the pooled reference is at or below zero; no pooled ratio is shown then.
+  const highDirect = new Map([...pooled, ['direct', { paced: Array.from({ length: 300 }, () => 9) }]]);
+  const rounds = checkTargets(summarize([rec('direct', direct), rec('bare', bare), rec('reins-pg', reins)], highDirect), 1000).find(
+    (c) => c.target === 'reins-pg' && c.limit === "added p99 at 1000 requests/s <= 2x bare's",
+  )!;
+  assert.equal(rounds.pass, true);
+  assert.match(rounds.value, / pooled; 1\.61x, the median of the rounds'/);
 });
