@@ -4,8 +4,7 @@
  * applies from its answer on. A read that was under way when a revocation was announced is not kept.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, mock, test } from 'node:test';
 import { CredentialCache } from '../../../src/governance/credential-cache.js';
 import { hashSecret } from '../../../src/identity/tokens.js';
 import type { Db, QueryResult } from '../../../src/store/db.js';
@@ -24,22 +23,49 @@ before(async () => {
     `INSERT INTO tokens (id, kind, identity_id, name, secret_hash, display_prefix) VALUES ('tok_bot', 'agent', 'eng/bot', 'k', $1, 'rk_a')`,
     [hashSecret(SECRET)],
   );
+  // The cache's clock (Date.now) moves only when a test moves it: an entry is past its TTL exactly when the test says,
+  // never because a busy machine was slow between two lines (a renewed entry read 40 ms later was past it again).
+  mock.timers.enable({ apis: ['Date'], now: Date.now() });
 });
-after(() => db.close());
+after(async () => {
+  mock.timers.reset();
+  await db.close();
+});
 
-/** The store, counting the credential reads sent and answered, each held back while `hold` is on. */
-function countingStore(): { store: Db; sent: () => number; answered: () => number; hold: () => void; release: () => void } {
+/**
+ * The store, counting the credential reads sent and answered, each held back while `hold` is on; `reached` resolves
+ * once a count reaches a figure (an event, not a poll: a polling loop would spin a core the store's thread needs).
+ */
+function countingStore(): {
+  store: Db;
+  sent: () => number;
+  answered: () => number;
+  reached: (count: () => number, n: number) => Promise<void>;
+  hold: () => void;
+  release: () => void;
+} {
   let sent = 0;
   let answered = 0;
   let gate: Promise<void> | null = null;
   let open: () => void = () => {};
+  const waiters = new Set<() => void>();
+  const changed = () => {
+    for (const check of [...waiters]) check();
+  };
   const store = Object.assign(Object.create(db) as Db, {
     async query<T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
       const credentialRead = sql.includes('secret_hash');
-      if (credentialRead) sent++;
+      if (credentialRead) {
+        sent++;
+        changed();
+      }
       const r = await db.query<T>(sql, params);
       if (gate) await gate;
-      if (credentialRead) answered++;
+      if (credentialRead) {
+        answered++;
+        // After this answer has reached the cache: the count's waiters see what it did with it.
+        queueMicrotask(changed);
+      }
       return r;
     },
   });
@@ -47,6 +73,17 @@ function countingStore(): { store: Db; sent: () => number; answered: () => numbe
     store,
     sent: () => sent,
     answered: () => answered,
+    reached: (count, n) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (count() < n) return;
+          waiters.delete(check);
+          // A turn later: the cache has taken the answer that moved the count.
+          setImmediate(resolve);
+        };
+        waiters.add(check);
+        check();
+      }),
     hold: () => (gate = new Promise((r) => (open = r))),
     release: () => {
       gate = null;
@@ -55,26 +92,21 @@ function countingStore(): { store: Db; sent: () => number; answered: () => numbe
   };
 }
 
-/** Turns of the event loop until `done`: waits on the store's answer, not on a clock. */
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((r) => setImmediate(r));
-}
-
-/** Past the entry's TTL: at least TTL_MS after it was read (a busy machine only makes it longer). */
-const pastTtl = () => sleep(TTL_MS + 10);
+/** Past the entry's TTL: the cache's clock moved on by more than TTL_MS since the entry was read. */
+const pastTtl = () => mock.timers.tick(TTL_MS + 10);
 
 test('past the TTL the calls go on with the entry while one re-read runs', async () => {
   const s = countingStore();
   const cache = new CredentialCache(s.store, { listen: false, ttlMs: TTL_MS });
   assert.equal((await cache.authenticate(SECRET))?.tokenId, 'tok_bot');
   assert.equal(s.sent(), 1);
-  await pastTtl();
+  pastTtl();
   s.hold();
   for (let i = 0; i < 20; i++) assert.equal(cache.cached(SECRET)?.tokenId, 'tok_bot', 'served from the entry, without a promise');
   assert.equal((await cache.authenticate(SECRET))?.tokenId, 'tok_bot', 'authenticate does not wait for the re-read either');
   assert.equal(s.sent(), 2, 'one re-read for all the calls past the TTL');
   s.release();
-  await until(() => s.answered() === 2);
+  await s.reached(s.answered, 2);
   assert.equal(cache.cached(SECRET)?.tokenId, 'tok_bot');
   assert.equal(s.sent(), 2, 'the re-read renewed the entry: no read for the next call');
 });
@@ -85,10 +117,10 @@ test('a revocation whose announcement was lost applies once the re-read answers'
   try {
     assert.ok(await cache.authenticate(SECRET));
     await db.query(`UPDATE tokens SET revoked_at = now() WHERE id = 'tok_bot'`);
-    await pastTtl();
+    pastTtl();
     // The call that finds the entry past its TTL still goes on with it (as it would have within the TTL)...
     assert.equal(cache.cached(SECRET)?.tokenId, 'tok_bot');
-    await until(() => s.answered() === 2);
+    await s.reached(s.answered, 2);
     // ...and from the re-read's answer on, the token is refused.
     assert.equal(cache.cached(SECRET), undefined);
     assert.equal(await cache.authenticate(SECRET), null);
@@ -102,7 +134,7 @@ test('a read under way when a revocation is announced answers its call but is no
   const cache = new CredentialCache(s.store, { listen: false, ttlMs: 60_000 });
   s.hold();
   const first = cache.authenticate(SECRET);
-  await until(() => s.sent() === 1);
+  await s.reached(s.sent, 1);
   // The revocation is committed and announced while the read is held back (it read the token before).
   cache.forgetToken('tok_bot');
   s.release();
