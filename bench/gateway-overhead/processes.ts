@@ -119,12 +119,22 @@ export function freePort(): Promise<number> {
 const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
 
 /** A process's command name and its user plus system CPU time, all its threads (GC helpers included), in ms. */
-function readStat(pid: number): { command: string; cpuMs: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** A /proc stat file's command name and the numbered fields after it (fields[0] is the state, field 3 of proc(5)). */
+function parseStat(path: string): { command: string; fields: string[] } {
+  const stat = readFileSync(path, 'utf8');
   // The command name is in parentheses and may contain spaces; the numbered fields follow it.
   const close = stat.lastIndexOf(')');
-  const fields = stat.slice(close + 2).split(' ');
-  return { command: stat.slice(stat.indexOf('(') + 1, close), cpuMs: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS };
+  return { command: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
+}
+
+function readStat(pid: number): { command: string; cpuMs: number } {
+  const { command, fields } = parseStat(`/proc/${pid}/stat`);
+  return { command, cpuMs: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS };
+}
+
+/** A thread's nice value (/proc/<pid>/task/<tid>/stat, field 19). */
+export function threadNice(pid: number, tid: number): number {
+  return Number(parseStat(`/proc/${pid}/task/${tid}/stat`).fields[16]);
 }
 
 /** User plus system CPU time of a process and all its threads (GC helpers included), in ms. */

@@ -62,7 +62,7 @@ const { values: args } = parseArgs({
 });
 const PROFILE = args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args['cpu-prof'])}`] : [];
 
-/** How much of each scenario a run does. A full run stays under about three minutes on 2 cores. */
+/** How much of each scenario a run does. A full run takes about 8-9 minutes on 2 cores. */
 const SETTINGS = args.quick
   ? { warmS: 1, rounds: 1, seqWarmup: 100, seqRequests: 300, rate: 1000, pacedConnections: 32, pacedWarmupS: 0.5, pacedS: 1.5, maxConnections: 50, maxWarmupS: 1, maxS: 1 }
   : { warmS: 3, rounds: 5, seqWarmup: 300, seqRequests: 1500, rate: 1000, pacedConnections: 32, pacedWarmupS: 1, pacedS: 3, maxConnections: 50, maxWarmupS: 1, maxS: 2 };

@@ -11,12 +11,11 @@
  * latencies; README.md, "Where the tail waits", has what it showed.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadJob } from './load.js';
-import { type Child, canPin } from './processes.js';
+import { type Child, canPin, helperThreads, threadNice } from './processes.js';
 import { startGateway, startUpstreamAndLoader } from './rig.js';
 
 const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '6' }, 'no-build': { type: 'boolean', default: false } } });
@@ -28,20 +27,14 @@ if (!args['no-build']) {
   execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 }
 
-/** A thread's nice value (/proc/<pid>/task/<tid>/stat, field 19). */
-function niceOf(pid: number, tid: string): number {
-  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-}
-
 const children: Child[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 try {
   const { upstream, loader } = await startUpstreamAndLoader(0, children);
   const { pid, target } = await startGateway('reins', upstream, [], 1, children, cleanups);
-  const store = readdirSync(`/proc/${pid}/task`).filter((tid) => niceOf(pid, tid) > 0);
+  const store = helperThreads(pid).filter((tid) => threadNice(pid, tid) > 0);
   if (store.length !== 1) throw new Error(`expected one thread below the event loop's priority (the store's), found ${store.length}`);
-  const tid = store[0]!;
+  const tid = String(store[0]!);
   const job: LoadJob = { kind: 'paced', target, rate: 1000, warmupSeconds: 1, seconds: 3, connections: 32 };
   await loader.run({ ...job, warmupSeconds: 0, seconds: 4 });
   console.log(`Reins on PGlite, pid ${pid}, store thread ${tid}; latencies in ms at 1,000 requests/s`);
