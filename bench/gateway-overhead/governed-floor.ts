@@ -24,6 +24,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
+import { checkpointWhenWalGrows } from '../../src/store/pglite-checkpoints.js';
 import { installDiagnostics } from './diagnostics.js';
 import { passThrough } from './pass-through.js';
 import { UPSTREAM_KEY } from './payloads.js';
@@ -43,7 +44,10 @@ async function openStore(where: string): Promise<Db> {
   if (where === 'memory') {
     const { PGlite } = await import('@electric-sql/pglite');
     const db = new PGlite();
-    return { query: (sql, params) => db.query(sql, params), close: () => db.close() };
+    // Checkpoints as Reins' embedded store takes them (src/store/pglite-checkpoints.ts): without them every WAL
+    // segment is a new file zero-filled in memory, and the floor would pay for work Reins no longer does.
+    const stop = checkpointWhenWalGrows(db);
+    return { query: (sql, params) => db.query(sql, params), close: () => (stop(), db.close()) };
   }
   const pg = (await import('pg')).default;
   const pool = new pg.Pool({ connectionString: where, max: 4 });

@@ -1,7 +1,10 @@
 /** The messages between `PgliteDb` (main thread) and the embedded store's worker thread (pglite-worker.ts). */
+import type { CheckpointOptions } from './pglite-checkpoints.js';
 
 export interface WorkerOptions {
   dataDir: string | 'memory';
+  /** When the store's thread checkpoints (pglite-checkpoints.ts); its defaults when absent. */
+  checkpoints?: CheckpointOptions;
 }
 
 /** Each request carries an id; the worker answers it with `result`, `error` or (for `begin`) `began`. */

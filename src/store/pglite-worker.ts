@@ -15,6 +15,7 @@ import { getPriority, setPriority } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { checkpointWhenWalGrows } from './pglite-checkpoints.js';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
 
 /** Where the engine's requests come from and its answers go: the worker's parentPort, or PgliteDb's in-process endpoint. */
@@ -55,7 +56,8 @@ function collectGarbage(): void {
 }
 
 /** Opens the database, answers `ready` (or rejects), then answers every request arriving on `port`. */
-export async function serve(port: StorePort, dataDir: string | 'memory'): Promise<void> {
+export async function serve(port: StorePort, options: WorkerOptions): Promise<void> {
+  const { dataDir } = options;
   const transactions = new Map<number, OpenTransaction>();
   const unlistens = new Map<string, () => Promise<void>>();
   let nextTransaction = 1;
@@ -63,6 +65,7 @@ export async function serve(port: StorePort, dataDir: string | 'memory'): Promis
 
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
   const pg = await PGlite.create(dataDir === 'memory' ? undefined : dataDir);
+  const stopCheckpoints = checkpointWhenWalGrows(pg, options.checkpoints);
   send({ op: 'ready' });
 
   const answer = (id: number, work: Promise<{ rows: unknown[]; rowCount: number } | void>) =>
@@ -130,6 +133,7 @@ export async function serve(port: StorePort, dataDir: string | 'memory'): Promis
         return void answer(m.id, unlisten ? unlisten() : Promise.resolve());
       }
       case 'close':
+        stopCheckpoints();
         return void answer(m.id, pg.closed ? Promise.resolve() : pg.close());
     }
   });
@@ -164,7 +168,7 @@ export function lowerThreadPriority(): void {
 
 if (parentPort) {
   const port = parentPort;
-  serve(port, (workerData as WorkerOptions).dataDir).then(
+  serve(port, workerData as WorkerOptions).then(
     () => {
       // Once PGlite is loaded: threads started meanwhile on this thread's behalf (libuv's pool, for the files it
       // read) would inherit the lower priority, and they serve the whole process.

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import type { Db, ListenOptions, QueryResult, Queryable } from './db.js';
+import type { CheckpointOptions } from './pglite-checkpoints.js';
 import type { FromWorker, SerializedError, ToWorker, WorkerOptions } from './pglite-protocol.js';
 import { storableParams } from './storable.js';
 
@@ -38,7 +39,7 @@ async function startInProcess(options: WorkerOptions): Promise<Endpoint> {
     postMessage: (m: FromWorker) => void setImmediate(() => endpoint.emit('message', m)),
     on: (_event: 'message', listener: (m: ToWorker) => void) => void (engine = listener),
   };
-  serve(port, options.dataDir).catch((err: unknown) => port.postMessage({ op: 'failed', error: serializeError(err) }));
+  serve(port, options).catch((err: unknown) => port.postMessage({ op: 'failed', error: serializeError(err) }));
   return Object.assign(endpoint, {
     postMessage: (m: ToWorker) => void setImmediate(() => engine?.(m)),
     ref() {},
@@ -50,6 +51,8 @@ async function startInProcess(options: WorkerOptions): Promise<Endpoint> {
 export interface PgliteOpenOptions {
   /** Run PGlite on this thread instead of a worker thread (the CLI: quicker to start, nothing else to answer). */
   inProcess?: boolean;
+  /** When the store checkpoints (pglite-checkpoints.ts); tests make it sooner. */
+  checkpoints?: CheckpointOptions;
 }
 
 interface Pending {
@@ -101,7 +104,8 @@ export class PgliteDb implements Db {
   static async open(dataDir: string | 'memory', options: PgliteOpenOptions = {}): Promise<PgliteDb> {
     const lock = dataDir === 'memory' ? null : lockDataDir(dataDir);
     try {
-      const worker = options.inProcess ? await startInProcess({ dataDir }) : startWorker({ dataDir });
+      const workerOptions: WorkerOptions = { dataDir, ...(options.checkpoints ? { checkpoints: options.checkpoints } : {}) };
+      const worker = options.inProcess ? await startInProcess(workerOptions) : startWorker(workerOptions);
       await PgliteDb.ready(worker);
       return new PgliteDb(worker, lock);
     } catch (err) {
