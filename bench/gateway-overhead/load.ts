@@ -2,9 +2,10 @@
  * The load generator, run as its own process per measurement so it never shares an event loop with a server:
  * node --import tsx bench/gateway-overhead/load.ts '<LoadJob as JSON>'  -> one LoadResult as JSON on stdout.
  *
- * - sequential, max: autocannon. Its own latency histogram keeps whole milliseconds (lowestDiscernibleValue 1),
+ * - sequential: autocannon. Its own latency histogram keeps whole milliseconds (lowestDiscernibleValue 1),
  *   too coarse for a 0.3 ms target, so every response's time is taken from its `response` event instead
  *   (process.hrtime, float milliseconds) and the percentiles are computed here.
+ * - max: a closed loop over raw keep-alive sockets (raw-client.ts; `closedLoop` says why not autocannon).
  * - paced: an open-loop generator over raw keep-alive sockets (raw-client.ts). A request is sent when its slot in the schedule comes,
  *   whether earlier answers are back or not. autocannon's `overallRate` is not that: each connection gets a
  *   budget per second, sends it back to back, then waits for the next second, and all connections' seconds
@@ -173,18 +174,69 @@ async function sequential(job: Extract<LoadJob, { kind: 'sequential' }>): Promis
   };
 }
 
+/**
+ * Max throughput, closed loop over raw keep-alive sockets (raw-client.ts): each of `connections` connections sends
+ * its next request as soon as its answer is in, for the warm-up and then the measured seconds in one go (no ramp
+ * between them). Answers completed inside the measured window count toward `ok` and requests/s; those of the
+ * warm-up and the few in flight when the window closes (each is waited for: no request is cut off, so the target
+ * never records an aborted call the run caused) count toward `warmupOk`, since the target spent CPU on them too.
+ * Not autocannon: on these 2-core machines the generator shares a core with the fake upstream and the PostgreSQL
+ * server, and autocannon spent 30-57 µs of that core a request, enough to leave the gateway's own core idle 10-20% of
+ * a max job (README.md, "The load generator").
+ */
+function closedLoop(pool: RawPool, connections: number, warmupSeconds: number, seconds: number): Promise<CannonRun & { outside: number }> {
+  const start = performance.now();
+  const from = start + warmupSeconds * 1000;
+  const until = from + seconds * 1000;
+  const latencies: number[] = [];
+  const completedAt: number[] = [];
+  let ok = 0;
+  let outside = 0;
+  let failed = 0;
+  let inFlight = 0;
+  return new Promise((resolve) => {
+    const fire = () => {
+      inFlight++;
+      const t0 = performance.now();
+      pool.send((status) => {
+        const t1 = performance.now();
+        inFlight--;
+        if (status === 200 && t1 >= from && t1 < until) {
+          ok++;
+          latencies.push(t1 - t0);
+          completedAt.push(t1);
+        } else if (status === 200) {
+          outside++;
+        } else {
+          failed++;
+        }
+        // A broken connection (status 0) ends its sender: the pool has no connection to give it any more.
+        if (t1 < until && status !== 0) fire();
+        else if (inFlight === 0) resolve({ ok, outside, failed, seconds, latencies, completedAt });
+      });
+    };
+    for (let i = 0; i < connections; i++) fire();
+  });
+}
+
 async function max(job: Extract<LoadJob, { kind: 'max' }>): Promise<Omit<LoadResult, 'loaderCpuMs'>> {
-  const warm = job.warmupSeconds > 0 ? await cannon(cannonOptions(job.target, { connections: job.connections, duration: job.warmupSeconds }), false) : null;
-  const run = await cannon(cannonOptions(job.target, { connections: job.connections, duration: job.seconds }), true);
-  return {
-    kind: job.kind,
-    ok: run.ok,
-    failed: run.failed + (warm?.failed ?? 0),
-    warmupOk: warm?.ok ?? 0,
-    seconds: run.seconds,
-    rps: run.ok / run.seconds,
-    latency: summarize(run.latencies),
-  };
+  const url = new URL(job.target.url);
+  const pool = new RawPool(url, buildRequest(url, { ...job.target.headers, 'content-type': 'application/json' }, REQUEST_BODY), job.connections);
+  await pool.open();
+  try {
+    const run = await closedLoop(pool, job.connections, job.warmupSeconds, job.seconds);
+    return {
+      kind: job.kind,
+      ok: run.ok,
+      failed: run.failed,
+      warmupOk: run.outside,
+      seconds: run.seconds,
+      rps: run.ok / run.seconds,
+      latency: summarize(run.latencies),
+    };
+  } finally {
+    pool.close();
+  }
 }
 
 async function autocannonRate(job: Extract<LoadJob, { kind: 'autocannon-rate' }>): Promise<Omit<LoadResult, 'loaderCpuMs'>> {

@@ -9,7 +9,7 @@
  * Targets: bare, floor, floor-pglite, reins, reins-pg (run.ts's names). Each runs alone on CPU 1 with the fake upstream
  * and the load generator on CPU 0, one after the other: 3 s of load unmeasured, then `--seconds` (default 8) of load
  * with `perf record -F 4000 -g` attached; the gateway's own CPU time over the window comes from /proc. The load is
- * paced at `--rate` requests/s (default 1,000: every target at the same load) or, with `--max`, autocannon's 50
+ * paced at `--rate` requests/s (default 1,000: every target at the same load) or, with `--max`, the closed loop's 50
  * connections. Printed per target: CPU µs per request (/proc), perf's µs per request, and the functions that cost
  * most; with two or more targets, the first's figure minus each other's, function by function: what the first
  * spends that the other does not. `--out DIR` keeps perf's data and the tables.

@@ -66,7 +66,6 @@ const PROFILE = args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=
 const SETTINGS = args.quick
   ? { warmS: 1, rounds: 1, seqWarmup: 100, seqRequests: 300, rate: 1000, pacedConnections: 32, pacedWarmupS: 0.5, pacedS: 1.5, maxConnections: 50, maxWarmupS: 1, maxS: 1 }
   : { warmS: 3, rounds: 5, seqWarmup: 300, seqRequests: 1500, rate: 1000, pacedConnections: 32, pacedWarmupS: 1, pacedS: 3, maxConnections: 50, maxWarmupS: 1, maxS: 2 };
-// autocannon ends a timed run on its one-second tick, so its durations are whole seconds.
 const WARM_CONNECTIONS = 10;
 if (args.rounds !== undefined) {
   if (!/^[1-9]\d*$/.test(args.rounds)) throw new Error(`--rounds: a whole number from 1, got "${args.rounds}"`);
@@ -483,8 +482,9 @@ async function main(): Promise<number> {
     }
 
     await delay(500); // the audit writer flushes every few tens of ms
-    // autocannon ends a timed run by closing its connections with requests in flight: such a call may be audited
-    // without reaching the upstream, or reach it after the client left. The two counts may differ by that much.
+    // A job that closes its connections with requests in flight leaves calls audited without reaching the upstream,
+    // or reaching it after the client left: the two counts may differ by that much. autocannon ended the max jobs so
+    // until 2026-11-29; the closed loop that replaced it waits for its answers, so the allowance is an upper bound.
     const inFlightAtStop = SETTINGS.maxConnections * SETTINGS.rounds * 2 + WARM_CONNECTIONS;
     for (const reinsRun of runs.filter((r) => r.admin && r.target !== null)) {
       const calls = reinsRun.forwarded;
@@ -606,7 +606,7 @@ function markdown(
       `The rounds interleave the targets. ` +
       `Sequential: one connection, ${s.seqRequests} requests per round after ${s.seqWarmup} warm-up. ` +
       `@${s.rate}/s: open-loop, ${s.rate} requests/s evenly spaced over up to ${s.pacedConnections} connections, ${s.pacedS} s per round after ${s.pacedWarmupS} s warm-up. ` +
-      `Max: autocannon, ${s.maxConnections} connections, ${s.maxS} s per round after ${s.maxWarmupS} s warm-up. ` +
+      `Max: a closed loop over ${s.maxConnections} keep-alive connections, ${s.maxS} s per round after ${s.maxWarmupS} s warm-up. ` +
       'CPU µs/req: CPU time of the target\'s own process per answered request during the max-throughput job (each at its own maximum); ' +
       `CPU µs/req @${s.rate}/s: the same during the paced job, every target at the same load. ` +
       "PostgreSQL CPU µs/req: CPU time of the local PostgreSQL server's processes per answered request during the max-throughput job (the other gateways frozen): " +
