@@ -181,8 +181,8 @@ async function sequential(job: Extract<LoadJob, { kind: 'sequential' }>): Promis
  * warm-up and the few in flight when the window closes (each is waited for: no request is cut off, so the target
  * never records an aborted call the run caused) count toward `warmupOk`, since the target spent CPU on them too.
  * Not autocannon: on these 2-core machines the generator shares a core with the fake upstream and the PostgreSQL
- * server, and autocannon spent 30-57 µs of that core a request, enough to leave the gateway's own core idle 10-20% of
- * a max job (README.md, "The load generator").
+ * server, and what it spends there can bound the gateway's maximum; autocannon spent 30-57 µs of that core a request,
+ * this loop 26-29 (README.md, "The load generator").
  */
 function closedLoop(pool: RawPool, connections: number, warmupSeconds: number, seconds: number): Promise<CannonRun & { outside: number }> {
   const start = performance.now();
