@@ -5,6 +5,8 @@ export interface WorkerOptions {
   dataDir: string | 'memory';
   /** When the store's thread checkpoints (pglite-checkpoints.ts); its defaults when absent. */
   checkpoints?: CheckpointOptions;
+  /** An in-memory store starts from this data directory, a tar file as PGlite's dumpDataDir writes it (PgliteOpenOptions). */
+  loadDataDir?: string;
 }
 
 /** Each request carries an id; the worker answers it with `result`, `error` or (for `begin`) `began`. */

@@ -10,7 +10,7 @@
  * arrives while a transaction is open waits for it.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -64,7 +64,10 @@ export async function serve(port: StorePort, options: WorkerOptions): Promise<vo
   const send = (message: FromWorker): void => port.postMessage(message);
 
   if (dataDir !== 'memory') mkdirSync(dataDir, { recursive: true });
-  const pg = await PGlite.create(dataDir === 'memory' ? undefined : dataDir);
+  const pg =
+    dataDir !== 'memory'
+      ? await PGlite.create(dataDir)
+      : await PGlite.create(options.loadDataDir === undefined ? undefined : { loadDataDir: new Blob([readFileSync(options.loadDataDir)]) });
   const stopCheckpoints = checkpointWhenWalGrows(pg, options.checkpoints);
   send({ op: 'ready' });
 

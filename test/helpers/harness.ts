@@ -9,6 +9,7 @@ import { startReplica, type Replica } from '../../src/app/server.js';
 import type { Db } from '../../src/store/db.js';
 import { PgliteDb } from '../../src/store/pglite.js';
 import { createAdmin } from '../../src/identity/bootstrap.js';
+import { migratedTemplate } from './pglite-template.js';
 import { freshPostgresDatabase, postgresReachable, storeKinds, type StoreKind } from './stores.js';
 
 export const ADMIN_TOKEN = 'test-bootstrap-admin-token-0123456789';
@@ -22,12 +23,17 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-export async function openTestStore(kind: StoreKind): Promise<TestStore> {
+/**
+ * A fresh store of `kind`. The embedded one starts migrated, from the run's template (pglite-template.ts), unless
+ * `empty` (a suite that applies the migrations itself, step by step); a replica started on it finds nothing to
+ * migrate, as on a store it has run on before.
+ */
+export async function openTestStore(kind: StoreKind, options: { empty?: boolean } = {}): Promise<TestStore> {
   if (kind === 'postgres') {
     const { url, drop } = await freshPostgresDatabase();
     return { kind, url, close: drop };
   }
-  const db = await PgliteDb.open('memory');
+  const db = await PgliteDb.open('memory', options.empty ? {} : { loadDataDir: await migratedTemplate() });
   return { kind, db, close: () => db.close() };
 }
 
@@ -54,10 +60,6 @@ export async function startTestReplica(
   return startReplica(config, { logger: false, ...(store.db ? { db: store.db } : {}), ...options });
 }
 
-/**
- * Declares a suite once per store of the matrix. `setup` gives the suite its fresh store; the store is
- * closed after the suite.
- */
 /*
  * Known before any suite is declared: a suite body must register its tests synchronously. (An async describe that
  * awaited this first registered the tests of every later suite in the file under the first PostgreSQL suite.)
@@ -67,14 +69,20 @@ const postgresUsable = storeKinds().includes('postgres') ? await postgresReachab
 /**
  * `body` once per store (both unless `--store` narrows it). `only` keeps one of them: a suite split into one file per
  * store, so that each half has the runner's whole per-file time limit (the real coding tools take seconds a run).
+ * Each gets a fresh store, closed after the suite; `emptyStore`: an embedded one not yet migrated (openTestStore).
  */
-export function describeEachStore(name: string, body: (ctx: { store: () => TestStore; kind: StoreKind }) => void, only?: StoreKind): void {
+export function describeEachStore(
+  name: string,
+  body: (ctx: { store: () => TestStore; kind: StoreKind }) => void,
+  only?: StoreKind,
+  options: { emptyStore?: boolean } = {},
+): void {
   for (const kind of storeKinds().filter((k) => only === undefined || k === only)) {
     describe(`${name} [${kind}]`, () => {
       if (kind === 'postgres' && !postgresUsable) return;
       let store: TestStore | null = null;
       before(async () => {
-        store = await openTestStore(kind);
+        store = await openTestStore(kind, { empty: options.emptyStore === true });
       });
       body({
         kind,

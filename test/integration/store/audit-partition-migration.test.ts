@@ -72,4 +72,4 @@ describeEachStore('audit partition migration', ({ store, kind }) => {
     await assert.rejects(db.query(`UPDATE audit_events SET outcome = 'error'`), /append-only/);
     await assert.rejects(db.query(`DELETE FROM audit_events`), /append-only/);
   });
-});
+}, undefined, { emptyStore: true });

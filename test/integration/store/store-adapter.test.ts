@@ -15,7 +15,9 @@ import type { Db } from '../../../src/store/db.js';
 import { PgliteDb } from '../../../src/store/pglite.js';
 import { STORE_THREAD_NICE } from '../../../src/store/pglite-worker.js';
 import { PostgresDb } from '../../../src/store/postgres.js';
+import { listMigrations } from '../../../src/store/migrate.js';
 import { describeEachStore, WAIT_MS, waitFor } from '../../helpers/harness.js';
+import { migratedTemplate } from '../../helpers/pglite-template.js';
 
 describeEachStore('store adapter', ({ store, kind }) => {
   let db: Db;
@@ -184,6 +186,25 @@ describe('the embedded store runs PGlite in a worker thread', () => {
       const second = await PgliteDb.open(dir);
       assert.deepEqual((await second.query('SELECT v FROM kept')).rows, [{ v: 'still here' }]);
       await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts an in-memory store from a dumped data directory (the suite\'s migrated template), and only an in-memory one', async () => {
+    const template = await migratedTemplate();
+    const db = await PgliteDb.open('memory', { loadDataDir: template });
+    try {
+      const applied = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+      assert.deepEqual(applied.rows.map((r) => r.version), listMigrations().map((m) => m.version));
+    } finally {
+      await db.close();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'reins-pglite-'));
+    try {
+      await assert.rejects(PgliteDb.open(dir, { loadDataDir: template }), /loadDataDir: only an in-memory store/);
+      // The refusal released the directory's lock.
+      assert.deepEqual(readdirSync(dir), []);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
