@@ -1,6 +1,8 @@
 /**
- * Starts the governed floor (governed-floor.ts) as a child process on its store: a fresh PostgreSQL database
- * (`floor`, dropped by `cleanups`) or PGlite in memory in its own process (`floor-pglite`), with a key of its own.
+ * Starts a governed floor (governed-floor.ts) as a child process on its store: a fresh PostgreSQL database
+ * (`floor`, `floor-search`; dropped by `cleanups`) or PGlite in memory in its own process (`floor-pglite`,
+ * `floor-pglite-search`), with a key of its own. The `-search` floors keep their audit rows in Reins' audit table,
+ * with the audit search's indexes; the others in a table with a primary key only.
  */
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -12,8 +14,11 @@ import { type Child, type ChildOptions, startServer } from './processes.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 
 /** `nodeArgs` go before the script (profiling flags, `--import tsx`); the database's drop is pushed on `cleanups`. */
+export type FloorName = 'floor' | 'floor-pglite' | 'floor-search' | 'floor-pglite-search';
+export const FLOOR_NAMES: readonly FloorName[] = ['floor', 'floor-pglite', 'floor-search', 'floor-pglite-search'];
+
 export async function startGovernedFloor(
-  name: 'floor' | 'floor-pglite',
+  name: FloorName,
   label: string,
   upstream: string,
   nodeArgs: string[],
@@ -21,12 +26,12 @@ export async function startGovernedFloor(
   cleanups: (() => Promise<void>)[],
 ): Promise<{ child: Child; target: Target }> {
   let store = 'memory';
-  if (name === 'floor') {
+  if (!name.startsWith('floor-pglite')) {
     const db = await createBenchDatabase();
     cleanups.push(db.drop);
     store = db.url;
   }
   const key = `rk-floor-${randomBytes(16).toString('hex')}`;
-  const s = await startServer(label, [...nodeArgs, join(HERE, 'governed-floor.ts'), upstream, key, store], options);
+  const s = await startServer(label, [...nodeArgs, join(HERE, 'governed-floor.ts'), upstream, key, store, name.endsWith('-search') ? 'search' : 'own'], options);
   return { child: s.child, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${key}` } } };
 }

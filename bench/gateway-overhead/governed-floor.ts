@@ -15,16 +15,29 @@
  *  7. audit the end (status, duration, tokens): a second row.
  * The audit rows go to the store in batches (at most 200 rows or 20 ms apart), one multi-row INSERT per batch, the
  * whole batch as one JSON parameter unpacked by the database: the cheapest insert path measured for Reins' writer.
+ * At most 20,000 rows wait; past that a call waits for room before it is admitted, as in Reins, so the floor keeps
+ * up with its own audit log instead of leaving the writes for after the measurement.
  * Nothing else: no rate limits, budgets, spend, metrics, traces, holds, logs.
  *
- * Run as a child: node --import tsx bench/gateway-overhead/governed-floor.ts <upstream origin> <client key> <postgres url | memory>;
+ * Where the rows go (the fourth argument):
+ *  - `own` (the floor): a table of its own with a primary key only, the cheapest place to keep them;
+ *  - `search` (the search floor): Reins' own audit table, made by Reins' migrations (on PostgreSQL its day
+ *    partitions and fourteen secondary indexes, on the embedded store six: docs/audit.md), each row in Reins' columns
+ *    with a call id joining the decision and the end. Those indexes are what the audit search (by time, type, action,
+ *    actor, subject, call id) reads; a gateway whose audit log can be searched at a fleet's volume keeps them up on
+ *    every write, so this floor is the least such a gateway can do (README.md, "Why the floor").
+ *
+ * Run as a child: node --import tsx bench/gateway-overhead/governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search];
  * prints {"ready":"<url>"}. `memory`: PGlite in memory in this process (the embedded store's CPU is the process's, as
  * Reins' worker thread's is).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
+import { migrate } from '../../src/store/migrate.js';
+import { openStore as openReinsStore } from '../../src/store/open.js';
 import { checkpointWhenWalGrows } from '../../src/store/pglite-checkpoints.js';
+import { migrateInProcess } from '../../test/helpers/pglite-template.js';
 import { installDiagnostics } from './diagnostics.js';
 import { passThrough } from './pass-through.js';
 import { UPSTREAM_KEY } from './payloads.js';
@@ -32,8 +45,11 @@ import { announceReady, endWithRunner } from './server-child.js';
 
 if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
 
-const [upstream, clientKey, store] = process.argv.slice(2);
-if (!upstream || !clientKey || !store) throw new Error('usage: governed-floor.ts <upstream origin> <client key> <postgres url | memory>');
+const [upstream, clientKey, store, table = 'own'] = process.argv.slice(2);
+if (!upstream || !clientKey || !store || (table !== 'own' && table !== 'search')) {
+  throw new Error('usage: governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search]');
+}
+const search = table === 'search';
 
 interface Db {
   query(sql: string, params?: unknown[]): Promise<unknown>;
@@ -44,10 +60,16 @@ async function openStore(where: string): Promise<Db> {
   if (where === 'memory') {
     const { PGlite } = await import('@electric-sql/pglite');
     const db = new PGlite();
+    if (search) await migrateInProcess(db);
     // Checkpoints as Reins' embedded store takes them (src/store/pglite-checkpoints.ts): without them every WAL
     // segment is a new file zero-filled in memory, and the floor would pay for work Reins no longer does.
     const stop = checkpointWhenWalGrows(db);
     return { query: (sql, params) => db.query(sql, params), close: () => (stop(), db.close()) };
+  }
+  if (search) {
+    const reins = await openReinsStore({ kind: 'postgres', url: where });
+    await migrate(reins);
+    await reins.close();
   }
   const pg = (await import('pg')).default;
   const pool = new pg.Pool({ connectionString: where, max: 4 });
@@ -55,37 +77,80 @@ async function openStore(where: string): Promise<Db> {
 }
 
 const db = await openStore(store);
-await db.query(`CREATE TABLE IF NOT EXISTS floor_audit (
-  id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), action text NOT NULL, actor text NOT NULL, data jsonb NOT NULL)`);
+if (!search) {
+  await db.query(`CREATE TABLE IF NOT EXISTS floor_audit (
+    id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), action text NOT NULL, actor text NOT NULL, data jsonb NOT NULL)`);
+}
+/** The audit rows' table, the batch's statement, and the row the statement unpacks. */
+const AUDIT_TABLE = search ? 'audit_events' : 'floor_audit';
+const INSERT = search
+  ? // Reins' audit writer's statement (src/audit/audit-writer.ts), into its table.
+    `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
+     SELECT e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->7
+       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`
+  : `INSERT INTO floor_audit (id, action, actor, data)
+     SELECT (e->>0)::uuid, e->>1, e->>2, e->3 FROM jsonb_array_elements($1::jsonb) AS t(e)`;
+/** An agent's call made with its own key: the actor is the subject, as in Reins' events of the bench's calls. */
+const rowOf = search
+  ? (action: string, actor: string, data: unknown) => ['llm', action, 'ok', 'agent', actor, actor, null, data]
+  : (action: string, actor: string, data: unknown) => [randomUUID(), action, actor, data];
 
-/** The audit queue: rows are [id, action, actor, data]. */
+/**
+ * The queue, bounded as Reins' audit writer bounds it (src/audit/audit-writer.ts): at most BATCH rows a statement, one
+ * statement at a time, and once MAX_QUEUE rows wait, a call waits for room before it is admitted. Without the bound
+ * a floor whose store is slower than its calls keeps taking calls and leaves the writes for later: on PostgreSQL at
+ * its maximum the floor wrote 55-70% of its rows during the job (2026-11-29), so it showed more throughput and less
+ * database CPU a call than a gateway that keeps up with its audit log can.
+ */
+const BATCH = 200;
+const MAX_QUEUE = 20_000;
 let queue: unknown[][] = [];
 let timer: NodeJS.Timeout | null = null;
-let flushing = false;
+let flushing: Promise<void> | null = null;
+let waiting: (() => void)[] = [];
 
 function audit(action: string, actor: string, data: unknown): void {
-  queue.push([randomUUID(), action, actor, data]);
-  if (queue.length >= 200 && !flushing) void flush();
-  else timer ??= setTimeout(() => void flush(), 20);
+  queue.push(rowOf(action, actor, data));
+  schedule();
 }
 
-async function flush(): Promise<void> {
+/** Resolves when the queue has room for another call's rows; undefined (no wait) while it has. */
+function room(): Promise<void> | undefined {
+  return queue.length < MAX_QUEUE ? undefined : new Promise((resolve) => waiting.push(resolve));
+}
+
+function schedule(): void {
+  if (flushing) return;
+  if (queue.length >= BATCH) {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    void flush();
+  } else timer ??= setTimeout(() => void flush(), 20);
+}
+
+function flush(): Promise<void> {
   if (timer) clearTimeout(timer);
   timer = null;
-  if (flushing || queue.length === 0) return;
-  flushing = true;
-  const batch = queue;
-  queue = [];
-  try {
-    await db.query(
-      `INSERT INTO floor_audit (id, action, actor, data)
-       SELECT (e->>0)::uuid, e->>1, e->>2, e->3 FROM jsonb_array_elements($1::jsonb) AS t(e)`,
-      [JSON.stringify(batch)],
-    );
-  } finally {
-    flushing = false;
-    if (queue.length > 0) timer ??= setTimeout(() => void flush(), 0);
-  }
+  flushing ??= (async () => {
+    const batch = queue.slice(0, BATCH);
+    if (batch.length > 0) await db.query(INSERT, [JSON.stringify(batch)]);
+    // Rows queued while the statement ran stay: only the batch's leave.
+    queue = queue.slice(batch.length);
+  })().finally(() => {
+    flushing = null;
+    if (queue.length < MAX_QUEUE && waiting.length > 0) {
+      const ready = waiting;
+      waiting = [];
+      for (const resolve of ready) resolve();
+    }
+    if (queue.length > 0) schedule();
+  });
+  return flushing;
+}
+
+/** Writes everything queued. */
+async function drain(): Promise<void> {
+  while (queue.length > 0 || flushing) await (flushing ?? flush());
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -109,7 +174,7 @@ function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
-function refuse(res: import('node:http').ServerResponse, status: number, message: string): void {
+function refuse(res: ServerResponse, status: number, message: string): void {
   const body = JSON.stringify({ error: { message } });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
@@ -118,8 +183,8 @@ function refuse(res: import('node:http').ServerResponse, status: number, message
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/__audited') {
     // The runner's check that the floor did its work: the audit rows it wrote, after writing what is queued.
-    void flush()
-      .then(() => db.query('SELECT count(*)::int AS n FROM floor_audit'))
+    void drain()
+      .then(() => db.query(`SELECT count(*)::int AS n FROM ${AUDIT_TABLE}`))
       .then((r) => {
         const n = (r as { rows: { n: number }[] }).rows[0]!.n;
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -130,42 +195,51 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    const started = performance.now();
-    const raw = Buffer.concat(chunks);
-    const auth = req.headers.authorization;
-    const caller = auth?.startsWith('Bearer ') ? callers.get(sha256(auth.slice(7))) : undefined;
-    if (!caller) return refuse(res, 401, 'unknown key');
-    let body: { model?: unknown; max_tokens?: unknown; stream?: unknown };
-    try {
-      body = JSON.parse(raw.toString('utf8')) as typeof body;
-    } catch {
-      return refuse(res, 400, 'the body is not JSON');
-    }
-    const model = typeof body.model === 'string' ? body.model : '';
-    const key = `${caller}\u0000${model}\u0000${String(body.max_tokens)}\u0000${body.stream === true}`;
-    let allowed = decisions.get(key);
-    if (allowed === undefined) decisions.set(key, (allowed = model !== ''));
-    audit('llm.request', caller, { model, allowed });
-    if (!allowed) return refuse(res, 403, 'refused');
-    const seen: Buffer[] = [];
-    passThrough(pool, { method: 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: raw }, res, NOT_BACK, {
-      chunk: (c) => seen.push(c),
-      ended: (status) => {
-        let usage: unknown = null;
-        try {
-          usage = (JSON.parse(Buffer.concat(seen).toString('utf8')) as { usage?: unknown }).usage ?? null;
-        } catch {
-          // not JSON: no usage
-        }
-        audit('llm.request_end', caller, { status, durationMs: performance.now() - started, usage });
-      },
-      failed: (err) => {
-        audit('llm.request_end', caller, { status: 502, error: err.message });
-        refuse(res, 502, err.message);
-      },
-    });
+    const wait = room();
+    if (wait) void wait.then(() => admit(req, res, chunks));
+    else admit(req, res, chunks);
   });
 });
+
+/** One call, once its audit rows have room: authenticate, decide, audit, forward, meter, audit its end. */
+function admit(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): void {
+  const started = performance.now();
+  const raw = Buffer.concat(chunks);
+  const auth = req.headers.authorization;
+  const caller = auth?.startsWith('Bearer ') ? callers.get(sha256(auth.slice(7))) : undefined;
+  if (!caller) return refuse(res, 401, 'unknown key');
+  let body: { model?: unknown; max_tokens?: unknown; stream?: unknown };
+  try {
+    body = JSON.parse(raw.toString('utf8')) as typeof body;
+  } catch {
+    return refuse(res, 400, 'the body is not JSON');
+  }
+  const model = typeof body.model === 'string' ? body.model : '';
+  const key = `${caller}\u0000${model}\u0000${String(body.max_tokens)}\u0000${body.stream === true}`;
+  let allowed = decisions.get(key);
+  if (allowed === undefined) decisions.set(key, (allowed = model !== ''));
+  // The search floor's rows carry the call id the audit search joins a call's two events by (Reins' `callId`).
+  const callId = search ? randomUUID() : undefined;
+  audit('llm.request', caller, { callId, model, allowed });
+  if (!allowed) return refuse(res, 403, 'refused');
+  const seen: Buffer[] = [];
+  passThrough(pool, { method: 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: raw }, res, NOT_BACK, {
+    chunk: (c) => seen.push(c),
+    ended: (status) => {
+      let usage: unknown = null;
+      try {
+        usage = (JSON.parse(Buffer.concat(seen).toString('utf8')) as { usage?: unknown }).usage ?? null;
+      } catch {
+        // not JSON: no usage
+      }
+      audit('llm.request_end', caller, { callId, status, durationMs: performance.now() - started, usage });
+    },
+    failed: (err) => {
+      audit('llm.request_end', caller, { callId, status: 502, error: err.message });
+      refuse(res, 502, err.message);
+    },
+  });
+}
 server.keepAliveTimeout = 60_000; // as the bare proxy
 server.headersTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
@@ -175,6 +249,6 @@ server.listen(0, '127.0.0.1', () => {
 });
 endWithRunner(async () => {
   server.close();
-  await flush();
+  await drain();
   await db.close();
 });

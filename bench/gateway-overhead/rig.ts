@@ -53,7 +53,7 @@ export async function startBenchReins(
 }
 
 /** The gateways the side-by-side tools measure one at a time (run.ts's names). */
-export const GATEWAY_NAMES = ['bare', 'floor', 'floor-pglite', 'reins', 'reins-pg'] as const;
+export const GATEWAY_NAMES = ['bare', 'floor', 'floor-pglite', 'floor-search', 'floor-pglite-search', 'reins', 'reins-pg'] as const;
 export type GatewayName = (typeof GATEWAY_NAMES)[number];
 
 /**
@@ -73,7 +73,7 @@ export async function startGateway(
     children.push(s.child);
     return { pid: s.child.pid, target: { name, url: `${s.url}/v1/chat/completions`, headers: { authorization: `Bearer ${UPSTREAM_KEY}` } } };
   }
-  if (name === 'floor' || name === 'floor-pglite') {
+  if (name !== 'reins' && name !== 'reins-pg') {
     const s = await startGovernedFloor(name, name, upstream, [...nodeFlags, ...TSX], { cpu }, cleanups);
     children.push(s.child);
     return { pid: s.child.pid, target: s.target };

@@ -20,7 +20,7 @@ import { REQUEST_BODY, type Target, UPSTREAM_KEY, looksLikeTheCompletion } from 
 import { checkPoliciesOffline } from './policies.js';
 import { type Child, JobChild, canPin, delay, freePort, packageVersion as installedVersion, pinPostgres, processCpuMs, postgresCpuMs, cpuSpentBetween, REINS_NODE_FLAGS, startChild, startServer, stealMs, machineFacts, instrumentsFirst, instrumentFlags, busyAtStartWarnings } from './processes.js';
 import { createBenchDatabase } from './bench-database.js';
-import { startGovernedFloor } from './floor-child.js';
+import { FLOOR_NAMES, type FloorName, startGovernedFloor } from './floor-child.js';
 import { ReinsNotReady, auditQueueDrained, countAllAuditEvents, setUpReins } from './reins-setup.js';
 import {
   type Check,
@@ -92,7 +92,7 @@ const CPU = { generator: PIN ? 0 : null, upstream: PIN ? 0 : null, gateway: PIN 
  */
 let REALTIME: 'on' | 'off' | 'refused' = PIN && !args['no-realtime'] ? 'on' : 'off';
 
-const ALL_TARGETS = ['direct', 'bare', 'floor', 'floor-pglite', 'reins', 'reins-pg', 'portkey'] as const;
+const ALL_TARGETS = ['direct', 'bare', 'floor', 'floor-search', 'floor-pglite', 'floor-pglite-search', 'reins', 'reins-pg', 'portkey'] as const;
 type TargetName = (typeof ALL_TARGETS)[number];
 const only = new Set((args.only ?? ALL_TARGETS.join(',')).split(',').map((s) => s.trim()));
 for (const name of only) {
@@ -100,7 +100,7 @@ for (const name of only) {
 }
 only.add('direct'); // every added-latency figure is relative to it
 /** Where the PostgreSQL server runs, as the report says it (null: left to the kernel). */
-const POSTGRES_PLACEMENT = PIN && (only.has('reins-pg') || only.has('floor')) ? pinPostgres(0) : null;
+const POSTGRES_PLACEMENT = PIN && (only.has('reins-pg') || only.has('floor') || only.has('floor-search')) ? pinPostgres(0) : null;
 
 // Reins runs from dist/, as `npm start` runs it: build it now so the figures are of the current sources.
 // --no-build: dist/ was just built from these sources (a loaded machine takes minutes per tsc run).
@@ -112,11 +112,17 @@ const LABELS: Record<TargetName, string> = {
   direct: 'upstream, direct',
   bare: 'bare Node proxy',
   floor: 'governed floor, PostgreSQL',
+  'floor-search': 'search floor, PostgreSQL',
   'floor-pglite': 'governed floor, PGlite',
+  'floor-pglite-search': 'search floor, PGlite',
   reins: 'Reins, PGlite (20 policies, audit)',
   'reins-pg': 'Reins, PostgreSQL (20 policies, audit)',
   portkey: `Portkey gateway ${packageVersion('@portkey-ai/gateway')}`,
 };
+
+function isFloor(name: string): name is FloorName {
+  return (FLOOR_NAMES as readonly string[]).includes(name);
+}
 
 function packageVersion(name: string): string {
   return installedVersion(ROOT, name);
@@ -399,7 +405,7 @@ async function main(): Promise<number> {
             forwarded: 0,
             ...(diag ? { diag } : {}),
           });
-        } else if (name === 'floor' || name === 'floor-pglite') {
+        } else if (isFloor(name)) {
           const diag = args.diagnose ? new DiagChannel() : undefined;
           const s = await startGovernedFloor(name, LABELS[name], upstream, [...PROFILE, ...TSX], { cpu: CPU.gateway, ...(diag ? { env: DIAG_ENV, onLine: diag.onLine } : {}) }, cleanups);
           if (diag) diag.child = s.child;
@@ -632,9 +638,10 @@ function markdown(
     lines.push(
       '## Targets (issue: bench/gateway-overhead)',
       '',
-      'Each ratio target is checked twice: against the bare proxy of the same run, as the issue words it, and restated against ' +
-        "the governed floor of the same store (the bare proxy plus only the work any gateway that governs and audits every call must do: " +
-        'bench/gateway-overhead/README.md, "Why the floor"). The rest compare with Portkey.',
+      'Each ratio target is checked against the bare proxy of the same run, as the issue words it, and restated against ' +
+        "the floors of the same store measured: the governed floor (the bare proxy plus only the work any gateway that governs and audits every call must do: " +
+        'bench/gateway-overhead/README.md, "Why the floor") and the search floor (the same, its audit rows in Reins\' own audit table with the indexes the audit search reads: ' +
+        '"The search floor"). The rest compare with Portkey.',
       '',
       ...why.map((l) => `- Why: ${l}.`),
       ...(why.length > 0 ? [''] : []),

@@ -33,6 +33,8 @@ const LABELS: Record<Name, string> = {
   bare: 'bare Node proxy',
   floor: 'governed floor, PostgreSQL',
   'floor-pglite': 'governed floor, PGlite',
+  'floor-search': 'search floor, PostgreSQL',
+  'floor-pglite-search': 'search floor, PGlite',
   reins: 'Reins, PGlite',
   'reins-pg': 'Reins, PostgreSQL',
 };

@@ -40,14 +40,7 @@ async function build(): Promise<string> {
   if (existsSync(path)) return path;
   const pg = await PGlite.create();
   try {
-    // migrate() reads and writes through `query` and `transaction` only.
-    const db = {
-      kind: 'pglite',
-      query: (sql: string, params?: unknown[]) => pg.query(sql, params as unknown[]).then((r) => ({ rows: r.rows, rowCount: r.affectedRows ?? r.rows.length })),
-      transaction: <T>(fn: (tx: Pick<Db, 'query'>) => Promise<T>) =>
-        pg.transaction((t) => fn({ query: (sql, params) => t.query(sql, params as unknown[]).then((r) => ({ rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length })) })),
-    } as unknown as Db;
-    await migrate(db);
+    await migrateInProcess(pg);
     await pg.query('CHECKPOINT');
     const dump = await pg.dumpDataDir('none');
     const partial = `${path}.${process.pid}.partial`;
@@ -57,4 +50,20 @@ async function build(): Promise<string> {
     await pg.close();
   }
   return path;
+}
+
+/**
+ * Every migration, applied to a PGlite of this process rather than through PgliteDb's thread (which has no dump
+ * message). Also the gateway bench's search floor (bench/gateway-overhead/governed-floor.ts), which keeps its audit
+ * rows in Reins' table in its own process.
+ */
+export async function migrateInProcess(pg: PGlite): Promise<void> {
+  // migrate() reads and writes through `query` and `transaction` only.
+  const db = {
+    kind: 'pglite',
+    query: (sql: string, params?: unknown[]) => pg.query(sql, params as unknown[]).then((r) => ({ rows: r.rows, rowCount: r.affectedRows ?? r.rows.length })),
+    transaction: <T>(fn: (tx: Pick<Db, 'query'>) => Promise<T>) =>
+      pg.transaction((t) => fn({ query: (sql, params) => t.query(sql, params as unknown[]).then((r) => ({ rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length })) })),
+  } as unknown as Db;
+  await migrate(db);
 }

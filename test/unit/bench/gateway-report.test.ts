@@ -59,6 +59,27 @@ test("the throughput and CPU targets check the median of the rounds' ratios, not
   assert.match(cpu.value, /^206 vs 145 µs; 1\.22x, the median of the rounds' \(1\.57x, 1\.22x, 1\.13x\)$/);
 });
 
+test('the ratio targets are restated against each floor of the same store that was measured', () => {
+  const at = (rps: number, cpu: number) => [round(1, rps, (cpu * rps) / 1000)];
+  const targets = (names: string[]) => {
+    const records = [record('bare', at(20_000, 50)), record('reins-pg', at(12_000, 70)), ...names.map((n) => record(n, at(15_000, 64)))];
+    return checkTargets(summarize(records, new Map()), 1000).filter((c) => c.limit.startsWith('CPU per request <=')).map((c) => [c.limit, c.pass]);
+  };
+  // Both floors: each gets its own line; 70 / 64 µs is 1.09x.
+  assert.deepEqual(targets(['floor', 'floor-search']), [
+    ["CPU per request <= 1.15x bare's", false],
+    ["CPU per request <= 1.15x the floor's", true],
+    ["CPU per request <= 1.15x the floor-search's", true],
+  ]);
+  // Neither: the governed floor's line says it was not measured, and the search floor has none.
+  assert.deepEqual(targets([]), [
+    ["CPU per request <= 1.15x bare's", false],
+    ["CPU per request <= 1.15x the governed floor's", null],
+  ]);
+  // The other store's floors are not this variant's.
+  assert.equal(targets(['floor-pglite', 'floor-pglite-search']).length, 2);
+});
+
 test('cpuSpentBetween: per process; one that started meanwhile counts whole, unreadable is null', () => {
   assert.equal(cpuSpentBetween(new Map([[1, 100], [2, 50]]), new Map([[1, 130], [3, 20]])), 50);
   assert.equal(cpuSpentBetween(null, new Map([[1, 1]])), null);
