@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/gateway-overhead/allocations.ts [--targets reins-pg,floor] [--rate 1000] [--seconds 8] [--top 40] [--no-build]
  *
- * Targets: bare, floor, floor-pglite, reins, reins-pg (run.ts's names), each alone on CPU 1 with the fake upstream and
+ * Targets: bare, floor, floor-pglite, floor-search, floor-pglite-search, reins, reins-pg (run.ts's names), each alone on CPU 1 with the fake upstream and
  * the load generator on CPU 0, paced at `--rate` requests/s: 3 s unmeasured, then `--seconds` sampled (every 512
  * bytes on average). Printed per target: bytes per request in all and by allocating function; with two or more
  * targets, the first's figure minus each other's, function by function.

@@ -6,7 +6,7 @@
  *   node --import tsx bench/gateway-overhead/perf-attribution.ts [--targets reins-pg,floor] [--rate N | --max]
  *        [--seconds S] [--top N] [--out DIR] [--no-build]
  *
- * Targets: bare, floor, floor-pglite, reins, reins-pg (run.ts's names). Each runs alone on CPU 1 with the fake upstream
+ * Targets: bare, floor, floor-pglite, floor-search, floor-pglite-search, reins, reins-pg (run.ts's names). Each runs alone on CPU 1 with the fake upstream
  * and the load generator on CPU 0, one after the other: 3 s of load unmeasured, then `--seconds` (default 8) of load
  * with `perf record -F 4000 -g` attached; the gateway's own CPU time over the window comes from /proc. The load is
  * paced at `--rate` requests/s (default 1,000: every target at the same load) or, with `--max`, the closed loop's 50
