@@ -13,10 +13,10 @@ import { type Child, type ChildOptions, startServer } from './processes.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-/** `nodeArgs` go before the script (profiling flags, `--import tsx`); the database's drop is pushed on `cleanups`. */
 export type FloorName = 'floor' | 'floor-pglite' | 'floor-search' | 'floor-pglite-search';
 export const FLOOR_NAMES: readonly FloorName[] = ['floor', 'floor-pglite', 'floor-search', 'floor-pglite-search'];
 
+/** `nodeArgs` go before the script (profiling flags, `--import tsx`); the database's drop is pushed on `cleanups`. */
 export async function startGovernedFloor(
   name: FloorName,
   label: string,
