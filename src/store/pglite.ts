@@ -108,9 +108,10 @@ export class PgliteDb implements Db {
    * second opener gets a DataDirLockedError instead of a copy of the data nobody else sees.
    */
   static async open(dataDir: string | 'memory', options: PgliteOpenOptions = {}): Promise<PgliteDb> {
+    // Refused before the directory is locked: nothing to release.
+    if (options.loadDataDir !== undefined && dataDir !== 'memory') throw new Error('loadDataDir: only an in-memory store starts from a dumped data directory');
     const lock = dataDir === 'memory' ? null : lockDataDir(dataDir);
     try {
-      if (options.loadDataDir !== undefined && dataDir !== 'memory') throw new Error('loadDataDir: only an in-memory store starts from a dumped data directory');
       const workerOptions: WorkerOptions = {
         dataDir,
         ...(options.checkpoints ? { checkpoints: options.checkpoints } : {}),

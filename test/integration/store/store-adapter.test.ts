@@ -203,7 +203,7 @@ describe('the embedded store runs PGlite in a worker thread', () => {
     const dir = mkdtempSync(join(tmpdir(), 'reins-pglite-'));
     try {
       await assert.rejects(PgliteDb.open(dir, { loadDataDir: template }), /loadDataDir: only an in-memory store/);
-      // The refusal released the directory's lock.
+      // The refusal left no lock in the directory.
       assert.deepEqual(readdirSync(dir), []);
     } finally {
       rmSync(dir, { recursive: true, force: true });
