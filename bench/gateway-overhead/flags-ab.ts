@@ -6,7 +6,7 @@
  * machine's speed moves between rounds by more than the differences compared here. It sits twice, with fresh
  * processes and the start order swapped (see `sittings`).
  *
- *   node --import tsx bench/gateway-overhead/flags-ab.ts --b=--single-threaded-gc [--a='…'] [--rounds 8] [--store pg|pglite]
+ *   node --import tsx bench/gateway-overhead/flags-ab.ts --b=--single-threaded-gc [--a='…'] [--rounds 8] [--store pg|pglite] [--no-realtime]
  *
  * Reins runs from dist/ (built first unless --no-build), started as reins-server.ts starts it for the main bench.
  * `--a-root DIR` / `--b-root DIR` run a variant from another checkout (its own dist/, built there beforehand), so
@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LoadJob } from './load.js';
-import { type Child, canPin, pinPostgres, processCpuMs } from './processes.js';
+import { type Child, canPin, instrumentsFirst, pinPostgres, processCpuMs } from './processes.js';
 import { median } from './report.js';
 import { startBenchReins, startUpstreamAndLoader } from './rig.js';
 
@@ -35,6 +35,7 @@ const { values: args } = parseArgs({
     store: { type: 'string', default: 'pg' },
     rate: { type: 'string', default: '1000' },
     'no-build': { type: 'boolean', default: false },
+    'no-realtime': { type: 'boolean', default: false },
   },
 });
 const roots = { A: args['a-root'] === undefined ? ROOT : resolve(args['a-root']), B: args['b-root'] === undefined ? ROOT : resolve(args['b-root']) };
@@ -71,18 +72,23 @@ async function sitting(startOrder: readonly ('A' | 'B')[]): Promise<Record<'A' |
   const cleanups: (() => Promise<void>)[] = [];
   try {
     const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
+    const upstreamPid = children[0]!.pid;
     const variants: ({ name: 'A' | 'B' } & Awaited<ReturnType<typeof startBenchReins>>)[] = [];
     for (const name of startOrder) {
       variants.push({ name, ...(await startBenchReins(`reins ${name}`, store, flags[name], upstream, CPU.gateway, children, cleanups, roots[name])) });
     }
+    // The paced job as run.ts runs it: the instruments' main threads at real-time priority, so that the database's
+    // work on their CPU does not delay the clock that times the answers (README.md, "Where the tail waits").
     const run = async (v: (typeof variants)[number], job: LoadJob) => {
       const other = variants.find((x) => x !== v)!;
       process.kill(other.pid, 'SIGSTOP');
+      const restore = job.kind === 'paced' && pin && !args['no-realtime'] ? instrumentsFirst([loader.child.pid, upstreamPid]) : null;
       try {
         const before = processCpuMs(v.pid);
         const result = await loader.run(job);
         return { result, cpuUs: ((processCpuMs(v.pid) - before) * 1000) / (result.ok + result.warmupOk) };
       } finally {
+        restore?.();
         process.kill(other.pid, 'SIGCONT');
       }
     };
