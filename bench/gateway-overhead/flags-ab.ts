@@ -71,8 +71,7 @@ async function sitting(startOrder: readonly ('A' | 'B')[]): Promise<Record<'A' |
   const children: Child[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
-    const upstreamPid = children[0]!.pid;
+    const { upstream, upstreamPid, loader } = await startUpstreamAndLoader(CPU.rest, children);
     const variants: ({ name: 'A' | 'B' } & Awaited<ReturnType<typeof startBenchReins>>)[] = [];
     for (const name of startOrder) {
       variants.push({ name, ...(await startBenchReins(`reins ${name}`, store, flags[name], upstream, CPU.gateway, children, cleanups, roots[name])) });

@@ -15,13 +15,19 @@ import { setUpReins } from './reins-setup.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TSX = ['--import', 'tsx'];
 
-/** The fake upstream and the load generator, both on `cpu` (null: unpinned); stopped with `children`. */
-export async function startUpstreamAndLoader(cpu: number | null, children: Child[]): Promise<{ upstream: string; loader: JobChild<LoadJob, LoadResult> }> {
+/**
+ * The fake upstream and the load generator, both on `cpu` (null: unpinned); stopped with `children`. `upstreamPid`
+ * is for raising the instruments' priority during a paced job (processes.ts instrumentsFirst).
+ */
+export async function startUpstreamAndLoader(
+  cpu: number | null,
+  children: Child[],
+): Promise<{ upstream: string; upstreamPid: number; loader: JobChild<LoadJob, LoadResult> }> {
   const upstream = await startServer('fake upstream', [...instrumentFlags(cpu), ...TSX, join(HERE, 'fake-upstream.ts')], { cpu });
   children.push(upstream.child);
   const loader = new JobChild<LoadJob, LoadResult>('load generator', [...instrumentFlags(cpu), ...TSX, join(HERE, 'load.ts')], cpu);
   children.push(loader.child);
-  return { upstream: upstream.url, loader };
+  return { upstream: upstream.url, upstreamPid: upstream.child.pid, loader };
 }
 
 /**

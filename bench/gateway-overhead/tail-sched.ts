@@ -74,8 +74,7 @@ async function measure(name: Name, scratch: string): Promise<Measured> {
   const children: Child[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    const { upstream, loader } = await startUpstreamAndLoader(CPU.rest, children);
-    const upstreamPid = children[0]!.pid;
+    const { upstream, upstreamPid, loader } = await startUpstreamAndLoader(CPU.rest, children);
     const { pid, target } = await startGateway(name, upstream, [], CPU.gateway, children, cleanups);
     const job: LoadJob = { kind: 'paced', target, rate: 1000, warmupSeconds: 0, seconds, connections: 32 };
     await loader.run({ ...job, seconds: 3 });

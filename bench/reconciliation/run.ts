@@ -151,14 +151,13 @@ async function storeFloor(bodies: string[]): Promise<Floor> {
 async function routeFloor(bodies: string[]): Promise<Floor> {
   const database = await createBenchDatabase();
   const token = `rs_floor_${randomBytes(16).toString('hex')}`;
-  const children: Child[] = [];
+  let floor: { child: Child; url: string } | null = null;
   let pool: Pool | null = null;
   try {
     const migrating = new PostgresDb(database.url);
     await migrate(migrating).finally(() => migrating.close());
     const hash = createHash('sha256').update(token).digest('hex');
-    const floor = await startServer('route floor', [...REINS_NODE_FLAGS, '--import', 'tsx', join(HERE, 'route-floor.ts'), database.url, hash]);
-    children.push(floor.child);
+    floor = await startServer('route floor', [...REINS_NODE_FLAGS, '--import', 'tsx', join(HERE, 'route-floor.ts'), database.url, hash]);
     pool = new Pool(floor.url, { connections: SENDERS + 2, pipelining: 1 });
     const sent = bodies.map((b) => Buffer.from(b));
     let refused = 0;
@@ -186,7 +185,7 @@ async function routeFloor(bodies: string[]): Promise<Floor> {
     return { stored, perSecond: stored / (ms / 1000), cpuMs };
   } finally {
     await pool?.close();
-    for (const child of children) await child.stop();
+    await floor?.child.stop();
     await database.drop().catch((err: Error) => log(`dropping the route floor's database failed: ${err.message}`));
   }
 }
