@@ -3,7 +3,7 @@
  * event loop with another, and /proc tells how much CPU each one spent.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -36,16 +36,27 @@ export function startChild(name: string, args: string[], options: ChildOptions =
       : spawn('taskset', ['--cpu-list', String(cpu), process.execPath, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   if (proc.pid === undefined) throw new Error(`${name}: could not start`);
   const lines: string[] = [];
+  // BENCH_CHILD_OUTPUT_DIR: every line each child writes, kept whole in <dir>/<name>-<pid>.log (for --trace-gc and
+  // the like passed to a server through a bench's Node options); otherwise only the last lines, for error messages.
+  const outputDir = process.env.BENCH_CHILD_OUTPUT_DIR;
+  const whole = outputDir ? createWriteStream(join(outputDir, `${name}-${proc.pid}.log`)) : null;
   const keep = (line: string) => {
+    whole?.write(`${line}\n`);
     lines.push(line);
     if (lines.length > TAIL_LINES) lines.shift();
   };
   // Both streams are always drained: a server whose pipe fills up would block on its next log write.
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
-    onLine?.(line);
-    keep(line);
-  });
-  createInterface({ input: proc.stderr! }).on('line', keep);
+  let open = 2;
+  const closed = () => {
+    if (--open === 0) whole?.end();
+  };
+  createInterface({ input: proc.stdout! })
+    .on('line', (line) => {
+      onLine?.(line);
+      keep(line);
+    })
+    .once('close', closed);
+  createInterface({ input: proc.stderr! }).on('line', keep).once('close', closed);
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   return {
     name,

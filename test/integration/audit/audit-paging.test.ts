@@ -156,7 +156,7 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     const days = [20, 5, 4, 3, 2, 1, 0];
     for (const d of days) {
       let t = base - d * DAY;
-      for (let i = 0; i < 50; i++) {
+      for (let i = 0; i < 30; i++) {
         // Every fourth step keeps the previous event's `at`: runs of equal timestamps, ordered by id alone.
         if (i % 4 !== 0) t += Math.floor(rnd() * 20) * 60_000;
         seed.push({ at: new Date(t), shape: pick(SHAPES), marker: `d${d}-${i}` });
@@ -178,7 +178,7 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     const parts = r.rows.map((x) => x.t);
     assert.ok(parts.includes('audit_events_default'), parts.join(', '));
     assert.ok(parts.filter((t) => /^audit_events_p\d{8}$/.test(t)).length >= 5, parts.join(', '));
-    assert.ok(r.rows.reduce((n, x) => n + Number(x.n), 0) >= 350);
+    assert.ok(r.rows.reduce((n, x) => n + Number(x.n), 0) >= 7 * 30);
   });
 
   test('every combination pages to the plain scan: same events, same order, no duplicate, no gap', async () => {
@@ -192,32 +192,42 @@ describeEachStore('audit pages: every filter combination', ({ store }) => {
     const callIds = [undefined, 'c7', 'c-none'];
     const sinces = [undefined, tie1, far];
     const untils = [undefined, tie2, long];
-    let combinations = 0;
-    let nonEmpty = 0;
+    const filters: Filter[] = [];
     for (const type of types)
       for (const action of actions)
         for (const identity of identities)
           for (const callId of callIds)
             for (const since of sinces)
-              for (const until of untils) {
-                const f: Filter = {
+              for (const until of untils)
+                filters.push({
                   ...(type !== undefined ? { type } : {}),
                   ...(action !== undefined ? { action } : {}),
                   ...(identity !== undefined ? { identity } : {}),
                   ...(callId !== undefined ? { callId } : {}),
                   ...(since !== undefined ? { since } : {}),
                   ...(until !== undefined ? { until } : {}),
-                };
-                const expected = all.filter((r) => matches(r, f)).map((r) => r.id);
-                const got = await pageThrough(admin, f);
-                // An event the replica itself recorded after the scan can only come first (newest): leave it out.
-                const paged = got.filter((id) => BigInt(id) <= BigInt(newest));
-                assert.deepEqual(got.slice(got.length - paged.length), paged, `${describe(f)}: a newer event inside the pages`);
-                assert.equal(new Set(paged).size, paged.length, `${describe(f)}: an event twice`);
-                assert.deepEqual(paged, expected, `${describe(f)}: pages differ from the plain scan`);
-                combinations++;
-                if (expected.length > 0) nonEmpty++;
-              }
+                });
+    let combinations = 0;
+    let nonEmpty = 0;
+    const check = async (f: Filter): Promise<void> => {
+      const expected = all.filter((r) => matches(r, f)).map((r) => r.id);
+      const got = await pageThrough(admin, f);
+      // An event the replica itself recorded after the scan can only come first (newest): leave it out.
+      const paged = got.filter((id) => BigInt(id) <= BigInt(newest));
+      assert.deepEqual(got.slice(got.length - paged.length), paged, `${describe(f)}: a newer event inside the pages`);
+      assert.equal(new Set(paged).size, paged.length, `${describe(f)}: an event twice`);
+      assert.deepEqual(paged, expected, `${describe(f)}: pages differ from the plain scan`);
+      combinations++;
+      if (expected.length > 0) nonEmpty++;
+    };
+    // Four walks at a time: each is read-only and independent of the others, and the replica answers them as it
+    // would four consoles. One at a time, over a seed of 50 events a day, the 1,728 walks took 9 s a store on an idle
+    // machine and up to 141 s under the whole suite's load; at 30 a day the broad filters still walk 20-30 pages.
+    let next = 0;
+    const walker = async (): Promise<void> => {
+      while (next < filters.length) await check(filters[next++]!);
+    };
+    await Promise.all([walker(), walker(), walker(), walker()]);
     assert.equal(combinations, 4 * 4 * 4 * 3 * 3 * 3);
     // The values were chosen so that many combinations match something, and some match nothing.
     assert.ok(nonEmpty > 50 && nonEmpty < combinations, `${nonEmpty} of ${combinations} combinations match events`);
