@@ -101,6 +101,15 @@ function engineSlot(t: ObservationTuple): Observation {
   };
 }
 
+/**
+ * A string of its own, for a key the index keeps. The table tail hands over keys that are views into the text of a
+ * whole batch of rows (observation-store.ts reads 20,000 rows as one string and splits it, so that a row's keys cost
+ * no copy), and V8 keeps a view's whole text alive as long as the view: a kept key is copied once, when first seen.
+ */
+function ownCopy(s: string): string {
+  return Buffer.from(s, 'utf8').toString('utf8');
+}
+
 function grown<T extends Uint32Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Float64Array<ArrayBuffer>>(a: T, size: number): T {
   const b = new (a.constructor as new (n: number) => T)(size);
   b.set(a);
@@ -213,9 +222,10 @@ export class ObservationIndex {
   }
 
   /** The group of a key, interned (with its engine slot) on first sight; `rest` gives the slot its other fields. */
-  private group(key: string, rest: string): number {
-    const known = this.groupByKey.get(key);
+  private group(found: string, rest: string): number {
+    const known = this.groupByKey.get(found);
     if (known !== undefined) return known;
+    const key = ownCopy(found);
     const id = this.groupKeys.length;
     this.groupKeys.push(key);
     this.groupByKey.set(key, id);
@@ -258,9 +268,10 @@ export class ObservationIndex {
     return id;
   }
 
-  private rest(key: string): number {
-    let id = this.restByKey.get(key);
+  private rest(found: string): number {
+    let id = this.restByKey.get(found);
     if (id === undefined) {
+      const key = ownCopy(found);
       id = this.restKeys.length;
       this.restKeys.push(key);
       this.restByKey.set(key, id);
@@ -314,7 +325,9 @@ export class ObservationIndex {
    * in SQL): a row of a known tuple costs two map lookups and a probe, and no object.
    */
   addKeyed(group: string, rest: string, count: number, observedAt: number): void {
-    this.push(this.tuple(this.group(group, rest), this.rest(rest)), count, observedAt);
+    // The rest first: a new group's slot takes its fields from the rest key as kept (a copy of its own, see ownCopy).
+    const restId = this.rest(rest);
+    this.push(this.tuple(this.group(group, this.restKeys[restId]!), restId), count, observedAt);
   }
 
   private push(tupleId: number, count: number, observedAt: number): void {

@@ -77,6 +77,32 @@ describeEachStore('observation feed', ({ store, kind }) => {
     }
   });
 
+  test('rows read back as stored, whether a batch reads as one text or, holding the separators, row by row', async () => {
+    const feed = new ObservationFeed(db, { nowMs: () => ms, batchSize: 4 });
+    await feed.catchUp();
+    const node = 'node-text';
+    const stored = [
+      item({ observedAt: NOW - 5, node, subject: '/opt/ünïcode/bin/agent ✓', destName: 'api.openai.com', destIP: '2001:db8::7', count: 41 }),
+      item({ observedAt: NOW - 4, node, family: 'dns', behavior: 'dns-query', destName: 'x'.repeat(300), podIP: '', count: 2_147_483_647 }),
+      item({ observedAt: NOW - 3, node, rule: '', result: '', mode: '' }),
+    ];
+    await storeReport(db, { node, sentAtUnix: NOW, observations: stored } as SensorReport);
+    // Written by other means than the ingest, which replaces control characters: fields holding the batch text's
+    // row and field separators, then a plain row again.
+    const odd = [item({ observedAt: NOW - 2, node, rule: 'a\u0002b' }), item({ observedAt: NOW - 1, node, subject: 'c\u0003d' }), item({ observedAt: NOW, node })];
+    for (const o of odd) {
+      await db.query(
+        `INSERT INTO runtime_observations (node, family, rule, behavior, subject, dest_ip, dest_name, count, pod_name, pod_ip, namespace, result, mode, observed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [node, o.family, o.rule, o.behavior, o.subject, o.destIP, o.destName, o.count, o.podName, o.podIP, o.namespace, o.result, o.mode, o.observedAt],
+      );
+    }
+    await feed.catchUp();
+    const byTime = (a: { observedAt: number }, b: { observedAt: number }) => a.observedAt - b.observedAt;
+    const got = feed.index.select(ALL, (t) => t.node === node).sort(byTime);
+    assert.deepEqual(got, [...stored, ...odd].map((o) => ({ ...o, node })).sort(byTime));
+  });
+
   test('the sweep deletes rows observed before the cutoff; the stored-items counter keeps its total', async () => {
     await storeReport(db, reportOf('node-old', 3, NOW - 30 * 3600));
     await storeReport(db, reportOf('node-old', 2, NOW - 60));
