@@ -221,11 +221,14 @@ export class ObservationIndex {
     return s;
   }
 
-  /** The group of a key, interned (with its engine slot) on first sight; `rest` gives the slot its other fields. */
-  private group(found: string, rest: string): number {
+  /**
+   * The group of a key, interned (with its engine slot) on first sight; `rest` gives the slot its other fields.
+   * `owned`: the key is one the index kept before (collectTuples), no view to copy.
+   */
+  private group(found: string, rest: string, owned = false): number {
     const known = this.groupByKey.get(found);
     if (known !== undefined) return known;
-    const key = ownCopy(found);
+    const key = owned ? found : ownCopy(found);
     const id = this.groupKeys.length;
     this.groupKeys.push(key);
     this.groupByKey.set(key, id);
@@ -268,10 +271,10 @@ export class ObservationIndex {
     return id;
   }
 
-  private rest(found: string): number {
+  private rest(found: string, owned = false): number {
     let id = this.restByKey.get(found);
     if (id === undefined) {
-      const key = ownCopy(found);
+      const key = owned ? found : ownCopy(found);
       id = this.restKeys.length;
       this.restKeys.push(key);
       this.restByKey.set(key, id);
@@ -594,7 +597,7 @@ export class ObservationIndex {
     for (let t = 0; t < oldTotal; t++) {
       if (oldRows[t] === 0) continue;
       const rest = oldRestKeys[oldRest[t]!]!;
-      const id = this.tuple(this.group(oldGroupKeys[oldGroup[t]!]!, rest), this.rest(rest));
+      const id = this.tuple(this.group(oldGroupKeys[oldGroup[t]!]!, rest, true), this.rest(rest, true));
       renumbered[t] = id;
       this.tupleRows[id] = oldRows[t]!;
     }
