@@ -16,6 +16,8 @@ export const INDEX_RETENTION_SECONDS = 24 * 3600 + 300;
 const GROUP_KEY = `concat_ws(E'\\x01', ${GROUP_KEY_COLUMNS.join(', ')})`;
 const REST_KEY = `concat_ws(E'\\x01', ${REST_KEY_COLUMNS.join(', ')})`;
 const COLUMNS = `id, count, observed_at, ${GROUP_KEY} AS g, ${REST_KEY} AS r`;
+/** The tail's batch: the rows after an id ($1), at most $2, in id order. */
+const AFTER = 'FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2';
 
 /**
  * The rows after an id as one text, a row a line: node-postgres parsing one message per row was a tenth of the
@@ -27,7 +29,7 @@ const COLUMNS = `id, count, observed_at, ${GROUP_KEY} AS g, ${REST_KEY} AS r`;
  * the statement's time); rowsOfText puts them in id order should they come otherwise.
  */
 const ROWS_AS_TEXT = `SELECT count(*)::int AS n, string_agg(concat_ws(E'\\x02', id, count, observed_at, ${GROUP_KEY}, ${REST_KEY}), E'\\x03') AS text
-  FROM (SELECT * FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2) AS batch`;
+  FROM (SELECT * ${AFTER}) AS batch`;
 
 /** The rows of a ROWS_AS_TEXT answer in id order, or null when its text does not split into `n` rows of five fields. */
 export function rowsOfText(n: number, text: string | null): KeyedRow[] | null {
@@ -87,7 +89,7 @@ export class ObservationFeed {
           const batch = (await db.query<{ n: number; text: string | null }>(ROWS_AS_TEXT, [afterId, limit])).rows[0];
           return (
             rowsOfText(batch?.n ?? 0, batch?.text ?? null) ??
-            (await db.query<KeyedRow>(`SELECT ${COLUMNS} FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit])).rows
+            (await db.query<KeyedRow>(`SELECT ${COLUMNS} ${AFTER}`, [afterId, limit])).rows
           );
         },
         byIds: async (ids) => (await db.query<KeyedRow>(`SELECT ${COLUMNS} FROM runtime_observations WHERE id = ANY($1::bigint[])`, [ids])).rows,
