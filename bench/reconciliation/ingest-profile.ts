@@ -66,11 +66,12 @@ for (const body of bodies) {
   if (!check.Check(report)) throw new Error('invalid');
   t = lap('schema', t);
   // As RuntimeGuard.ingestReport: a body with nothing to clean is stored as sent.
-  const asSent = storableAsSent(body);
+  const bytes = Buffer.from(body);
+  const asSent = storableAsSent(bytes);
   if (!asSent) cleanReport(report);
   checkReport(report);
   t = lap('clean, checkReport', t);
-  storableParams([report.node, asSent ? body : JSON.stringify(report.observations)]);
+  storableParams([report.node, asSent ? bytes : JSON.stringify(report.observations)]);
   t = lap('store parameter', t);
   // The tail: each row's two tuple keys as PostgreSQL builds them (concat_ws of GROUP_KEY_COLUMNS, REST_KEY_COLUMNS).
   const keys = report.observations.map((o) => {

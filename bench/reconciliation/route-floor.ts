@@ -5,29 +5,51 @@
  * and an `observations` array of at most 500), and stored by the store's own statement (storeReport(), the insert
  * the route runs) through the store's own adapter; answered `{"stored": n}` as the route answers.
  *
- * What the real route does beyond it: Fastify's routing and hooks, the compiled schema over every item, the
- * cleaning and checks (ingest.ts), the metrics, and the replica's observation index reading the rows back from the
- * table. bench/reconciliation/run.ts sends the same kind of reports to both, from as many senders, and reads the
- * route's throughput against this one's.
+ * With `--index`, the indexed floor: the same, and the observation index every replica keeps current beside it, by
+ * reading each stored row back from the table (every replica answers for the whole fleet, whichever replica stored a
+ * row), as the first answer after an ingest needs. It is Reins' own ObservationFeed, tailed as the runtime guard tails
+ * it (again 200 ms after a read that found rows, else every second), so the index's cost is the same on both sides.
  *
- *   node --import tsx bench/reconciliation/route-floor.ts <database url> <sha256 hex of the sensor token>
+ * What the real route does beyond the indexed floor: Fastify's routing and hooks, the compiled schema over every
+ * item, the cleaning and checks (ingest.ts), the metrics, the runtime guard's other work. bench/reconciliation/run.ts
+ * sends the same kind of reports to each, from as many senders, and reads the route's throughput against theirs.
  *
- * Prints {"ready":"<url>"} once listening (server-child.ts).
+ *   node --import tsx bench/reconciliation/route-floor.ts <database url> <sha256 hex of the sensor token> [--index]
+ *
+ * Prints {"ready":"<url>"} once listening (server-child.ts). With --index, `GET /index` settles the tail and answers
+ * `{"rows": n}`: the rows the index holds, which the runner checks against the rows stored.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SensorReport } from '../../src/runtime-guard/contract.js';
 import { MAX_OBSERVATIONS_PER_REPORT, MAX_REPORT_BODY_BYTES, storeReport } from '../../src/runtime-guard/ingest.js';
+import { ObservationFeed } from '../../src/runtime-guard/observation-store.js';
+import { BUSY_TAIL_MS } from '../../src/runtime-guard/runtime-guard.js';
 import { PostgresDb } from '../../src/store/postgres.js';
 import { announceReady, endWithRunner } from '../gateway-overhead/server-child.js';
 
-const [databaseUrl, tokenHashHex] = process.argv.slice(2);
-if (!databaseUrl || !tokenHashHex || !/^[0-9a-f]{64}$/.test(tokenHashHex)) {
-  throw new Error('usage: route-floor.ts <database url> <sha256 hex of the sensor token>');
+const [databaseUrl, tokenHashHex, indexFlag] = process.argv.slice(2);
+if (!databaseUrl || !tokenHashHex || !/^[0-9a-f]{64}$/.test(tokenHashHex) || (indexFlag !== undefined && indexFlag !== '--index')) {
+  throw new Error('usage: route-floor.ts <database url> <sha256 hex of the sensor token> [--index]');
 }
 const tokenHash = Buffer.from(tokenHashHex, 'hex');
 const db = new PostgresDb(databaseUrl);
+const feed = indexFlag ? new ObservationFeed(db, { nowMs: Date.now }) : null;
+let stopped = false;
+
+/** The runtime guard's tail loop (runtime-guard.ts): read again soon while rows arrive, else once a second. */
+function tail(): void {
+  if (!feed || stopped) return;
+  const before = feed.index.size;
+  feed.catchUp().then(
+    () => setTimeout(tail, feed.index.size === before ? 1000 : BUSY_TAIL_MS).unref(),
+    (err: Error) => {
+      process.stderr.write(`route floor: reading new observations failed: ${err.message}\n`);
+      setTimeout(tail, 1000).unref();
+    },
+  );
+}
 const PATH = '/api/v1/runtime/sensor/reports';
 
 function answer(res: ServerResponse, status: number, body: object): void {
@@ -58,6 +80,16 @@ function reportOf(text: string): SensorReport | string {
 }
 
 const server = createServer((req, res) => {
+  if (feed && req.method === 'GET' && req.url === '/index') {
+    req.resume();
+    feed.settle().then(
+      () => feed.catchUp(),
+    ).then(
+      () => answer(res, 200, { rows: feed.index.size }),
+      (err: Error) => answer(res, 500, { error: 'internal', message: err.message }),
+    );
+    return;
+  }
   if (req.method !== 'POST' || req.url !== PATH) {
     req.resume();
     return answer(res, 404, { error: 'not_found' });
@@ -80,15 +112,23 @@ const server = createServer((req, res) => {
   });
   req.on('end', () => {
     if (tooLarge) return answer(res, 413, { error: 'too_large' });
-    const text = Buffer.concat(chunks, size).toString('utf8');
-    const report = reportOf(text);
+    const bytes = Buffer.concat(chunks, size);
+    const report = reportOf(bytes.toString('utf8'));
     if (typeof report === 'string') return answer(res, 400, { error: 'bad_request', message: report });
-    storeReport(db, report, text).then(
+    storeReport(db, report, bytes).then(
       (stored) => answer(res, 200, { stored }),
       (err: Error) => answer(res, 500, { error: 'internal', message: err.message }),
     );
   });
 });
 server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => announceReady(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-endWithRunner(() => new Promise<void>((done) => server.close(() => done())).then(() => db.close()));
+server.listen(0, '127.0.0.1', () => {
+  tail();
+  announceReady(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+});
+endWithRunner(() => {
+  stopped = true;
+  return new Promise<void>((done) => server.close(() => done()))
+    .then(() => feed?.settle())
+    .then(() => db.close());
+});

@@ -40,16 +40,19 @@ const { values: args } = parseArgs({
     senders: { type: 'string', default: '8' },
     repeats: { type: 'string', default: '20' },
     'audit-events': { type: 'string' },
-    // Observations stored, before the route's ingest, by the two floors: the store's own statement straight from this
-    // process, and the least an HTTP route does (route-floor.ts); 0 skips both.
+    // Observations stored, before the route's ingest, by the three floors: the store's own statement straight from this
+    // process, the least an HTTP route does (route-floor.ts), and that with the observation index; 0 skips them.
     'floor-observations': { type: 'string' },
     out: { type: 'string' },
-    // Node flags for the replica's process, space-separated: --max-semi-space-size=64 (the engine's garbage stays
+    // Node flags for the replica's process (and the route's floors'), space-separated: --max-semi-space-size=64 (the engine's garbage stays
     // young), "--cpu-prof --cpu-prof-dir=/tmp/prof" (a profile of the replica, written when it stops).
     'node-options': { type: 'string', default: '' },
   },
 });
 const NODE_OPTIONS = args['node-options']!;
+// On the command line, not in NODE_OPTIONS: Node refuses some flags there (--cpu-prof, --cpu-prof-dir). The route's
+// floors get them too, so that a profile or a GC trace of the replica has its floors' beside it.
+const NODE_FLAGS = NODE_OPTIONS.split(' ').filter((f) => f !== '');
 const positive = (name: string, s: string): number => {
   if (!/^[1-9]\d*$/.test(s)) throw new Error(`--${name}: a whole number from 1, got "${s}"`);
   return Number(s);
@@ -70,9 +73,10 @@ const TARGET_WARM_P95_MS = 1000;
 const TARGET_FIRST_MS = 2000;
 const TARGET_RSS_MB = 1536;
 const TARGET_INGEST_PER_S = 50_000;
-// The same target as a ratio, which holds on any machine: the route keeps at least this share of what the route's
-// floor (HTTP, the token, the body parsed, the store's insert: route-floor.ts) stores in the same run. What it spends
-// beyond the floor is Reins' own: Fastify, the schema over every item, the checks, the index reading the rows back.
+// The same target as a ratio, which holds on any machine: the route keeps at least this share of what the indexed
+// floor (HTTP, the token, the body parsed, the store's insert, and the observation index every replica keeps current,
+// which the first answer after an ingest needs: route-floor.ts --index) stores in the same run. What it spends beyond
+// it is Reins' own: Fastify, the schema over every item, the checks, the metrics, the runtime guard's other work.
 const TARGET_INGEST_VS_FLOOR = 0.8;
 const FULL = OBSERVATIONS >= 5_000_000 && WORKLOADS >= 20_000;
 
@@ -89,7 +93,7 @@ function memoryMb(pid: number): { rss: number; peak: number } {
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** FLOOR_OBSERVATIONS of the benchmark's reports (the model's nodes in time order), for the two floors. */
+/** FLOOR_OBSERVATIONS of the benchmark's reports (the model's nodes in time order), for the floors. */
 function floorReports(nodes: number, reportAt: (n: number, slice: number, random: () => number) => string): string[] {
   const count = Math.ceil(FLOOR_OBSERVATIONS / REPORT_SIZE);
   const bodies: string[] = [];
@@ -131,7 +135,7 @@ async function storeFloor(bodies: string[]): Promise<Floor> {
     await migrate(db);
     log(`the store's floor: ${bodies.length} reports stored by storeReport() from ${SENDERS} senders, no HTTP…`);
     const cpu0 = process.cpuUsage();
-    const ms = await fromSenders(bodies.length, (i) => storeReport(db, JSON.parse(bodies[i]!) as SensorReport, bodies[i]!).then(() => undefined));
+    const ms = await fromSenders(bodies.length, (i) => storeReport(db, JSON.parse(bodies[i]!) as SensorReport, Buffer.from(bodies[i]!)).then(() => undefined));
     const cpu = process.cpuUsage(cpu0);
     const stored = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM runtime_observations')).rows[0]!.n);
     log(`the store's floor: ${stored} in ${round(ms / 1000, 2)} s: ${Math.round(stored / (ms / 1000))} obs/s`);
@@ -145,10 +149,14 @@ async function storeFloor(bodies: string[]): Promise<Floor> {
 /**
  * The route's floor (route-floor.ts): the same reports sent over HTTP, as the route's senders send theirs, to the
  * least an ingest route must do (node:http, the token's hash, the body parsed and its shape checked, storeReport)
- * in a process of its own started with the replica's Node flags, on a third fresh database. The route's throughput
- * is read against this one's: what the route spends beyond it is Reins' own (README.md, "The floors").
+ * in a process of its own started with the replica's Node flags, on a fresh database of its own. `indexed`: the
+ * indexed floor, the same with the observation index every replica keeps current beside it (Reins' own
+ * ObservationFeed, tailed as the runtime guard tails it), checked at the end to hold every row stored. The route's
+ * throughput is read against the indexed floor's: what the route spends beyond it is Reins' own (README.md, "The
+ * floors").
  */
-async function routeFloor(bodies: string[]): Promise<Floor> {
+async function routeFloor(warmBodies: Buffer[], queues: Buffer[][], indexed: boolean): Promise<Floor> {
+  const name = indexed ? 'the indexed floor' : "the route's floor";
   const database = await createBenchDatabase();
   const token = `rs_floor_${randomBytes(16).toString('hex')}`;
   let floor: { child: Child; url: string } | null = null;
@@ -157,36 +165,48 @@ async function routeFloor(bodies: string[]): Promise<Floor> {
     const migrating = new PostgresDb(database.url);
     await migrate(migrating).finally(() => migrating.close());
     const hash = createHash('sha256').update(token).digest('hex');
-    floor = await startServer('route floor', [...REINS_NODE_FLAGS, '--import', 'tsx', join(HERE, 'route-floor.ts'), database.url, hash]);
+    floor = await startServer(indexed ? 'indexed floor' : 'route floor', [...REINS_NODE_FLAGS, ...NODE_FLAGS, '--import', 'tsx', join(HERE, 'route-floor.ts'), database.url, hash, ...(indexed ? ['--index'] : [])]);
     pool = new Pool(floor.url, { connections: SENDERS + 2, pipelining: 1 });
-    const sent = bodies.map((b) => Buffer.from(b));
     let refused = 0;
-    const send = async (i: number): Promise<void> => {
-      const r = await pool!.request({ method: 'POST', path: '/api/v1/runtime/sensor/reports', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: sent[i]! });
+    const send = async (body: Buffer): Promise<void> => {
+      const r = await pool!.request({ method: 'POST', path: '/api/v1/runtime/sensor/reports', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
       const text = await r.body.text();
-      if (r.statusCode !== 200 && ++refused <= 3) log(`the route's floor refused a report: ${r.statusCode} ${text.slice(0, 200)}`);
+      if (r.statusCode !== 200 && ++refused <= 3) log(`${name} refused a report: ${r.statusCode} ${text.slice(0, 200)}`);
     };
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     const rowsNow = async () => Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM runtime_observations')).rows[0]!.n);
-    // A tenth of the reports (at most 50) unmeasured first: the floor's code compiled, as the replica's is by the
-    // time its long ingest is measured.
-    const warm = Math.min(50, Math.floor(sent.length / 10));
-    for (let i = 0; i < warm; i++) await send(i);
+    // A few reports unmeasured first: the floor's code compiled, as the replica's is by the time its long ingest is
+    // measured.
+    for (const body of warmBodies) await send(body);
     const before = await rowsNow();
-    log(`the route's floor: ${sent.length - warm} reports (after ${warm} unmeasured) sent over HTTP from ${SENDERS} senders to node:http + storeReport()…`);
+    const count = queues.reduce((n, q) => n + q.length, 0);
+    log(`${name}: ${count} reports (after ${warmBodies.length} unmeasured) sent over HTTP from ${queues.length} senders to node:http + storeReport()${indexed ? ' + the index' : ''}…`);
     const cpuBefore = processCpuMs(floor.child.pid);
-    const ms = await fromSenders(sent.length - warm, (i) => send(warm + i));
+    const t0 = performance.now();
+    await Promise.all(
+      queues.map(async (queue) => {
+        for (const body of queue) await send(body);
+      }),
+    );
+    const ms = performance.now() - t0;
     const cpuMs = processCpuMs(floor.child.pid) - cpuBefore;
-    if (refused > 0) throw new Error(`the route's floor refused ${refused} reports: its figure would not be a floor`);
+    if (refused > 0) throw new Error(`${name} refused ${refused} reports: its figure would not be a floor`);
     const stored = (await rowsNow()) - before;
+    const total = await rowsNow();
     await client.end();
-    log(`the route's floor: ${stored} in ${round(ms / 1000, 2)} s: ${Math.round(stored / (ms / 1000))} obs/s; its process's CPU ${round(cpuMs / 1000, 1)} s`);
+    log(`${name}: ${stored} in ${round(ms / 1000, 2)} s: ${Math.round(stored / (ms / 1000))} obs/s; its process's CPU ${round(cpuMs / 1000, 1)} s`);
+    if (indexed) {
+      // Its index must hold every row stored, or it skipped the work it stands for.
+      const r = await pool.request({ method: 'GET', path: '/index' });
+      const { rows } = (await r.body.json()) as { rows: number };
+      if (rows !== total) throw new Error(`${name}'s index holds ${rows} rows of the ${total} stored`);
+    }
     return { stored, perSecond: stored / (ms / 1000), cpuMs };
   } finally {
     await pool?.close();
     await floor?.child.stop();
-    await database.drop().catch((err: Error) => log(`dropping the route floor's database failed: ${err.message}`));
+    await database.drop().catch((err: Error) => log(`dropping ${name}'s database failed: ${err.message}`));
   }
 }
 
@@ -216,9 +236,7 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   const startReins = async (): Promise<{ child: Child; url: string; readyMs: number }> => {
     const t0 = performance.now();
-    // On the command line, not in NODE_OPTIONS: Node refuses some flags there (--cpu-prof, --cpu-prof-dir).
-    const flags = NODE_OPTIONS.split(' ').filter((f) => f !== '');
-    const started = await startServer('reins', [...REINS_NODE_FLAGS, ...flags, '--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
+    const started = await startServer('reins', [...REINS_NODE_FLAGS, ...NODE_FLAGS, '--import', 'tsx', join(HERE, 'reins-server.ts'), database.url, admin, metricsUrl], {
       env: { ...process.env, KUBECONFIG: kubeApi.kubeconfigPath },
     });
     children.push(started.child);
@@ -277,9 +295,6 @@ async function main(): Promise<void> {
       const from = Math.floor(startUnix + slice * sliceSeconds);
       return reportBody(model, n, REPORT_SIZE, from, Math.max(from + 1, Math.floor(from + sliceSeconds)), random);
     };
-    const floorBodies = FLOOR_OBSERVATIONS > 0 ? floorReports(model.nodes.length, reportAt) : [];
-    const floors = floorBodies.length > 0 ? { store: await storeFloor(floorBodies), route: await routeFloor(floorBodies) } : null;
-    floorBodies.length = 0;
     // The reports are written before the clock starts, as the floor's are: on this 2-core machine writing them took a
     // third of the CPU the ingest had (11 µs an observation, more than PostgreSQL), work a fleet's sensors do on their
     // own nodes. Each sender's reports in its order (its nodes, slice by slice); Buffers, outside the runner's heap.
@@ -295,6 +310,23 @@ async function main(): Promise<void> {
         }
       }
     }
+    // The floors (README.md, "The floors"). The store's and the route's store FLOOR_OBSERVATIONS of the first slices;
+    // the indexed floor is sent the route's own reports, all of them, from the same senders in the same order, so
+    // that its index meets each tuple as often, and for the first time as often, as the replica's does.
+    const floorBodies = FLOOR_OBSERVATIONS > 0 ? floorReports(model.nodes.length, reportAt) : [];
+    let floors: { store: Floor; route: Floor; indexed: Floor } | null = null;
+    if (floorBodies.length > 0) {
+      const buffers = floorBodies.map((b) => Buffer.from(b));
+      const warm = buffers.slice(0, Math.min(50, Math.floor(buffers.length / 10)));
+      const dealt: Buffer[][] = Array.from({ length: SENDERS }, () => []);
+      buffers.slice(warm.length).forEach((b, i) => dealt[i % SENDERS]!.push(b));
+      floors = {
+        store: await storeFloor(floorBodies),
+        route: await routeFloor(warm, dealt, false),
+        indexed: await routeFloor(warm, queues.map((q) => q.map((r) => r.body)), true),
+      };
+    }
+    floorBodies.length = 0;
     log(`ingesting ${OBSERVATIONS} observations: ${reports} reports of ${REPORT_SIZE} from ${SENDERS} concurrent senders…`);
     const cpuBefore = processCpuMs(reins.child.pid);
     const latencies: number[] = [];
@@ -408,7 +440,7 @@ async function main(): Promise<void> {
       pods: WORKLOADS * PODS_PER_WORKLOAD,
       nodes: NODES,
       auditEvents: AUDIT_EVENTS,
-      ingest: { seconds: ingestMs / 1000, perSecond: ingestPerS, reportMs: reportLatency, replicaCpuMs: ingestCpuMs, storeFloor: floors?.store ?? null, routeFloor: floors?.route ?? null },
+      ingest: { seconds: ingestMs / 1000, perSecond: ingestPerS, reportMs: reportLatency, replicaCpuMs: ingestCpuMs, storeFloor: floors?.store ?? null, routeFloor: floors?.route ?? null, indexedFloor: floors?.indexed ?? null },
       reconciliation: {
         rows: rows.length,
         rowsWithFindings: rows.filter((r) => r.bypassedDestinations > 0).length,
@@ -429,9 +461,9 @@ async function main(): Promise<void> {
       ...(floors
         ? [
             {
-              name: `ingest through the route >= ${TARGET_INGEST_VS_FLOOR * 100}% of the route's floor in this run (node:http, the token, the body parsed, storeReport(): ${Math.round(floors.route.perSecond)} obs/s)`,
-              pass: ingestPerS >= TARGET_INGEST_VS_FLOOR * floors.route.perSecond,
-              value: `${Math.round((100 * ingestPerS) / floors.route.perSecond)}%`,
+              name: `ingest through the route >= ${TARGET_INGEST_VS_FLOOR * 100}% of the indexed floor in this run (node:http, the token, the body parsed, storeReport(), the observation index kept current: ${Math.round(floors.indexed.perSecond)} obs/s)`,
+              pass: ingestPerS >= TARGET_INGEST_VS_FLOOR * floors.indexed.perSecond,
+              value: `${Math.round((100 * ingestPerS) / floors.indexed.perSecond)}%`,
             },
           ]
         : []),
@@ -449,8 +481,9 @@ async function main(): Promise<void> {
       ...(floors
         ? [
             `| the route's floor: the same kind of reports over HTTP to node:http + storeReport() (observations/s; stored; its process's CPU µs an observation) | ${Math.round(floors.route.perSecond)} (${floors.route.stored}; ${round((1000 * floors.route.cpuMs) / floors.route.stored, 2)}) |`,
+            `| the indexed floor: the same, and the observation index kept current beside it (observations/s; stored; its process's CPU µs an observation) | ${Math.round(floors.indexed.perSecond)} (${floors.indexed.stored}; ${round((1000 * floors.indexed.cpuMs) / floors.indexed.stored, 2)}) |`,
             `| the store's floor: the same reports stored by storeReport() alone, no HTTP (observations/s; stored) | ${Math.round(floors.store.perSecond)} (${floors.store.stored}) |`,
-            `| the route's share of each floor | ${Math.round((100 * ingestPerS) / floors.route.perSecond)}% / ${Math.round((100 * ingestPerS) / floors.store.perSecond)}% |`,
+            `| the route's share of each floor (indexed / route / store) | ${Math.round((100 * ingestPerS) / floors.indexed.perSecond)}% / ${Math.round((100 * ingestPerS) / floors.route.perSecond)}% / ${Math.round((100 * ingestPerS) / floors.store.perSecond)}% |`,
           ]
         : []),
       `| ingest wall time (s) / replica CPU (s) / observations per replica CPU second / replica CPU µs an observation | ${round(ingestMs / 1000, 1)} / ${round(ingestCpuMs / 1000, 1)} / ${Math.round(stored / (ingestCpuMs / 1000))} / ${round((1000 * ingestCpuMs) / stored, 2)} |`,

@@ -55,14 +55,16 @@ export function cleanText(s: string): string {
 const TEXT_FIELDS = ['rule', 'behavior', 'subject', 'destName', 'podName', 'namespace', 'result', 'mode', 'node'] as const;
 
 /**
- * Whether a report's JSON text can be stored as it was sent, without cleaning its items and serialising them again
- * (storeReport): JSON text holds control characters, U+0000 and lone surrogates only as backslash escapes, so text
- * without a backslash has nothing for cleanText to replace but DEL (U+007F), which JSON allows unescaped. A byte
- * order mark, which the body parser skips and PostgreSQL refuses, sends the report the other way too. Sensors send
- * process paths, pod names and DNS names: nearly every report is stored as sent.
+ * Whether a report's JSON (its UTF-8 bytes) can be stored as it was sent, without cleaning its items and serialising
+ * them again (storeReport): JSON text holds control characters, U+0000 and lone surrogates only as backslash
+ * escapes, so text without a backslash has nothing for cleanText to replace but DEL (U+007F), which JSON allows
+ * unescaped. A byte order mark, which the body parser skips and PostgreSQL refuses, sends the report the other way
+ * too. (In UTF-8 the bytes of a backslash and of DEL never occur inside another character.) Sensors send process
+ * paths, pod names and DNS names: nearly every report is stored as sent.
  */
-export function storableAsSent(jsonText: string): boolean {
-  return jsonText.charCodeAt(0) !== 0xfeff && jsonText.indexOf('\\') === -1 && jsonText.indexOf('\u007f') === -1;
+export function storableAsSent(json: Buffer): boolean {
+  const bom = json.length >= 3 && json[0] === 0xef && json[1] === 0xbb && json[2] === 0xbf;
+  return !bom && json.indexOf(0x5c) === -1 && json.indexOf(0x7f) === -1;
 }
 
 /** Replaces control characters in the report's text fields, in place (see cleanText). */
@@ -97,19 +99,22 @@ function fieldError(field: string, message: string): AppError {
 /**
  * Stores a report: every item, and the node's stored-items counter raised by as many, in one statement (so one
  * transaction: the lag never sees the rows without the count or the count without the rows). The items go over
- * as one JSON parameter: one round trip and one multi-row INSERT whatever the report's size. With `jsonText` (the
- * report's body as sent, validated and `storableAsSent`) that parameter is the body itself and PostgreSQL reads its
- * `observations`: no second serialisation of 500 items, and no second 150 KB string for the replica's collector.
+ * as one JSON parameter: one round trip and one multi-row INSERT whatever the report's size. With `json` (the
+ * report's body as sent, its UTF-8 bytes, validated and `storableAsSent`) that parameter is the body itself, sent as
+ * bytes and read as UTF-8 by PostgreSQL, which reads its `observations`: no second serialisation of 500 items, and no
+ * 150 KB string in the replica's heap while the INSERT is under way (bytes that are not UTF-8 fail the statement,
+ * and the report goes the other way).
  * `count` and `observedAt` are read as numeric and cast, since the sent text may spell a valid integer `1.0` or `1e3`.
  */
-export async function storeReport(q: Queryable, report: SensorReport, jsonText?: string): Promise<number> {
+export async function storeReport(q: Queryable, report: SensorReport, json?: Buffer): Promise<number> {
   if (report.observations.length === 0) return 0;
-  if (jsonText !== undefined) {
+  if (json !== undefined) {
     try {
-      return await insertItems(q, report, jsonText);
+      return await insertItems(q, report, json);
     } catch (err) {
       // PostgreSQL reads JSON numbers as numeric, so text JavaScript reads fine may not parse there: a number of
-      // 200,000 digits in a field the route ignores. Nothing was stored (one statement): the items as parsed, then.
+      // 200,000 digits in a field the route ignores; or the bytes are not UTF-8 (the parser read them as U+FFFD).
+      // Nothing was stored (one statement): the items as parsed, then.
       // (Outside a transaction only: a failed statement would end one.)
       if (!String((err as { code?: unknown }).code).startsWith('22')) throw err;
     }
@@ -117,8 +122,8 @@ export async function storeReport(q: Queryable, report: SensorReport, jsonText?:
   return insertItems(q, report, undefined);
 }
 
-async function insertItems(q: Queryable, report: SensorReport, jsonText: string | undefined): Promise<number> {
-  const items = jsonText === undefined ? '$2::jsonb' : `$2::jsonb -> 'observations'`;
+async function insertItems(q: Queryable, report: SensorReport, json: Buffer | undefined): Promise<number> {
+  const items = json === undefined ? '$2::jsonb' : `convert_from($2::bytea, 'UTF8')::jsonb -> 'observations'`;
   await q.query(
     `WITH inserted AS (
        INSERT INTO runtime_observations
@@ -131,7 +136,7 @@ async function insertItems(q: Queryable, report: SensorReport, jsonText: string 
      )
      INSERT INTO runtime_node_items (node, stored_items) SELECT $1, count(*) FROM inserted
      ON CONFLICT (node) DO UPDATE SET stored_items = runtime_node_items.stored_items + excluded.stored_items`,
-    [report.node, jsonText ?? JSON.stringify(report.observations)],
+    [report.node, json ?? JSON.stringify(report.observations)],
   );
   return report.observations.length;
 }

@@ -4,7 +4,7 @@
  */
 import type { Queryable } from '../store/db.js';
 import { GROUP_KEY_COLUMNS, ObservationIndex, REST_KEY_COLUMNS } from './observation-index.js';
-import { TableTail, type TableTailOptions } from './table-tail.js';
+import { type TailBatch, TableTail, type TableTailOptions } from './table-tail.js';
 
 /** The widest window is 24 h; the index and the table keep a margin beyond it. */
 export const RETENTION_SECONDS = 24 * 3600 + 3600;
@@ -31,32 +31,84 @@ const AFTER = 'FROM runtime_observations WHERE id > $1 ORDER BY id LIMIT $2';
 const ROWS_AS_TEXT = `SELECT count(*)::int AS n, string_agg(concat_ws(E'\\x02', id, count, observed_at, ${GROUP_KEY}, ${REST_KEY}), E'\\x03') AS text
   FROM (SELECT * ${AFTER}) AS batch`;
 
-/** The rows of a ROWS_AS_TEXT answer in id order, or null when its text does not split into `n` rows of five fields. */
-export function rowsOfText(n: number, text: string | null): KeyedRow[] | null {
+/**
+ * The rows of a ROWS_AS_TEXT answer in id order, or null when its text does not split into `n` rows of five fields.
+ * Read in place: the text is checked whole first (so that a batch is appended entirely or not at all), then handed
+ * out row by row through one object rewritten for each, each row's two keys views into the text. A batch of 20,000
+ * rows made as arrays and objects (the lines, each line's fields, a row object) stayed alive until its last row was
+ * appended, so the young collector found them alive and moved them to the old generation, which then needed a full
+ * collection every second or two during a fleet's ingest (bench/reconciliation/RESULTS.md). Rows out of id order
+ * (not seen from PostgreSQL) are made as objects and sorted.
+ */
+export function rowsOfText(n: number, text: string | null): TailBatch<KeyedRow> | null {
   if (n === 0) return [];
   if (text === null) return null;
-  const lines = text.split('\u0003');
-  if (lines.length !== n) return null;
-  const rows: KeyedRow[] = new Array(n);
+  // Where each row's five fields end (the last one's end is the row's).
+  const ends = new Uint32Array(5 * n);
+  const ids = new Float64Array(n);
   let inOrder = true;
-  let previous = -Infinity;
+  let start = 0;
   for (let i = 0; i < n; i++) {
-    const f = lines[i]!.split('\u0002');
-    if (f.length !== 5) return null;
-    const id = Number(f[0]);
-    if (id < previous) inOrder = false;
-    previous = id;
-    rows[i] = { id: f[0]!, count: Number(f[1]), observed_at: f[2]!, g: f[3]!, r: f[4]! };
+    const end = i === n - 1 ? text.length : text.indexOf(ROW_END, start);
+    if (end === -1) return null;
+    let at = start;
+    for (let f = 0; f < 4; f++) {
+      const sep = text.indexOf(FIELD_END, at);
+      if (sep === -1 || sep >= end) return null;
+      ends[5 * i + f] = sep;
+      at = sep + 1;
+    }
+    const sixth = text.indexOf(FIELD_END, at);
+    if (sixth !== -1 && sixth < end) return null;
+    ends[5 * i + 4] = end;
+    ids[i] = Number(text.slice(start, ends[5 * i]));
+    if (i > 0 && ids[i]! < ids[i - 1]!) inOrder = false;
+    start = end + 1;
   }
-  return inOrder ? rows : rows.sort((a, b) => Number(a.id) - Number(b.id));
+  // The last row runs to the end of the text: a row separator in it would make one row more than counted.
+  if (text.indexOf(ROW_END, n === 1 ? 0 : ends[5 * (n - 2) + 4]! + 1) !== -1) return null;
+  const batch = new TextBatch(text, ends, ids);
+  return inOrder ? batch : Array.from(batch, (row) => ({ ...row })).sort((x, y) => Number(x.id) - Number(y.id));
 }
 
+/** A row as the index takes it: from the batch's text (numbers) or from a row-by-row query (text). */
 export interface KeyedRow {
-  id: string;
+  id: string | number;
   count: number;
-  observed_at: string;
+  observed_at: string | number;
   g: string;
   r: string;
+}
+
+const FIELD_END = '\u0002';
+const ROW_END = '\u0003';
+
+/** A checked ROWS_AS_TEXT batch (rowsOfText), handed out in place: one row object, rewritten for each row. */
+class TextBatch implements TailBatch<KeyedRow> {
+  constructor(
+    private readonly text: string,
+    /** Where each row's five fields end. */
+    private readonly ends: Uint32Array,
+    private readonly ids: Float64Array,
+  ) {}
+
+  get length(): number {
+    return this.ids.length;
+  }
+
+  *[Symbol.iterator](): Iterator<KeyedRow> {
+    const { text, ends, ids } = this;
+    const row: KeyedRow = { id: 0, count: 0, observed_at: 0, g: '', r: '' };
+    for (let i = 0; i < ids.length; i++) {
+      const e = 5 * i;
+      row.id = ids[i]!;
+      row.count = Number(text.slice(ends[e]! + 1, ends[e + 1]));
+      row.observed_at = Number(text.slice(ends[e + 1]! + 1, ends[e + 2]));
+      row.g = text.slice(ends[e + 2]! + 1, ends[e + 3]);
+      row.r = text.slice(ends[e + 3]! + 1, ends[e + 4]);
+      yield row;
+    }
+  }
 }
 
 export interface ObservationFeedOptions extends TableTailOptions {

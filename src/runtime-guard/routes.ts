@@ -10,7 +10,7 @@ import type { TSchema } from 'typebox';
 import { READERS } from '../shared/access.js';
 import { describeValidation } from '../shared/error-handler.js';
 import { AppError } from '../shared/errors.js';
-import { jsonTextOf } from '../shared/request-text.js';
+import { jsonBytesOf } from '../shared/request-text.js';
 import { AUTH_ERRORS, responses } from '../shared/schemas.js';
 import {
   IngestAnswer,
@@ -122,7 +122,7 @@ export function registerRuntimeGuardRoutes(fastify: FastifyInstance, deps: { gua
       response: responses({ 200: IngestAnswer }, ...AUTH_ERRORS, 409, 413, 415),
     },
     handler: async (request) => {
-      const stored = await guard.ingestReport(request.body, jsonTextOf(request.body));
+      const stored = await guard.ingestReport(request.body, jsonBytesOf(request.body));
       ingested.inc(stored);
       return { stored };
     },

@@ -299,14 +299,14 @@ export class RuntimeGuard {
     throw new AppError('conflict', `the runtime guard is off (${reason}): sensor data is not accepted`);
   }
 
-  /** `jsonText`, when given, is the text the report was parsed from: stored as it is when it can be (storableAsSent). */
-  async ingestReport(report: SensorReport, jsonText?: string): Promise<number> {
+  /** `json`, when given, is the UTF-8 the report was parsed from: stored as it is when it can be (storableAsSent). */
+  async ingestReport(report: SensorReport, json?: Buffer): Promise<number> {
     this.refuseIngestWhenOff();
-    const asSent = jsonText !== undefined && storableAsSent(jsonText);
+    const asSent = json !== undefined && storableAsSent(json);
     // Text with nothing to clean is stored as sent; the checks read the same values either way.
     if (!asSent) cleanReport(report);
     checkReport(report);
-    return storeReport(this.db, report, asSent ? jsonText : undefined);
+    return storeReport(this.db, report, asSent ? json : undefined);
   }
 
   async ingestStatus(status: NodeStatusReport): Promise<void> {

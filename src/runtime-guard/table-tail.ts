@@ -9,9 +9,17 @@
  * here are single short statements, so a gap closes within milliseconds in practice.
  */
 
+/**
+ * A batch of rows: an array, or anything that counts its rows and hands them out in order (the tail reads each row
+ * once, in turn, and keeps none, so a source may hand out one object rewritten row by row).
+ */
+export interface TailBatch<Row> extends Iterable<Row> {
+  readonly length: number;
+}
+
 export interface TailSource<Row> {
   /** Rows with an id above `afterId`, in id order, at most `limit`. */
-  after(afterId: number, limit: number): Promise<Row[]>;
+  after(afterId: number, limit: number): Promise<TailBatch<Row>>;
   /** The rows with these ids (those that exist and are visible). */
   byIds(ids: number[]): Promise<Row[]>;
   /** Where a fresh reader starts: the id below the first row worth reading (default 0). */

@@ -148,6 +148,21 @@ describeEachStore('runtime sensor ingest', ({ store }) => {
     assert.equal((await storedRows('node-bom')).length, 2);
   });
 
+  test('bytes that are not UTF-8 are stored as the parser read them (U+FFFD), never a reason to lose the report', async () => {
+    // The route stores a report from its body's bytes (PostgreSQL reads them as UTF-8); bytes that are not UTF-8 fail
+    // that statement, and the report is stored from its parsed items instead, as the body parser read them.
+    const text = JSON.stringify(report('node-bytes', [item({ destIP: '10.0.0.1', subject: '/bin/xQy', observedAt: clock.unix })]));
+    const bytes = Buffer.from(text);
+    bytes[bytes.indexOf('/bin/xQy') + 6] = 0xff;
+    const res = await fetch(new URL('/api/v1/runtime/sensor/reports', sensor.baseUrl), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sensor.token}`, 'content-type': 'application/json' },
+      body: bytes,
+    });
+    assert.equal(res.status, 200, await res.text());
+    assert.equal((await storedRows('node-bytes'))[0]!.subject, '/bin/x\ufffdy');
+  });
+
   test('500 valid items of maximum field sizes are stored: the route takes more than the general body limit (1 MiB)', async () => {
     const big = (n: number, c: string) => c.repeat(n);
     const items = Array.from({ length: 500 }, (_, i) =>

@@ -44,6 +44,19 @@ describeEachStore('observation feed', ({ store, kind }) => {
     assert.equal((await readStoredItems(db)).get('node-1'), 25);
   });
 
+  test("storeReport with the body's bytes stores what the bytes say, on this store too (the route's path)", async () => {
+    // The parsed report and the bytes disagree on purpose: the stored subject shows which one was stored.
+    const parsed = reportOf('node-bytes', 2);
+    const sent = { ...parsed, observations: parsed.observations.map((o) => ({ ...o, subject: '/from/the/bytes' })) };
+    assert.equal(await storeReport(db, parsed, Buffer.from(JSON.stringify(sent))), 2);
+    const rows = await db.query<{ subject: string }>("SELECT subject FROM runtime_observations WHERE node = 'node-bytes'");
+    assert.deepEqual(
+      rows.rows.map((r) => r.subject),
+      ['/from/the/bytes', '/from/the/bytes'],
+    );
+    assert.equal((await readStoredItems(db)).get('node-bytes'), 2);
+  });
+
   test('a row committed after a later id was read is still picked up; a rolled-back id is given up after the timeout', { skip: kind === 'pglite' ? 'PGlite runs one transaction at a time: commits cannot overtake each other' : false }, async () => {
     const feed = new ObservationFeed(db, { nowMs: () => ms, gapTimeoutMs: 60_000 });
     await feed.catchUp();

@@ -3,7 +3,7 @@
  * route's throughput is read. It must store what the real route stores for a report (the rows and the node's
  * counter), answer as the route answers, and refuse what the route refuses before storing anything (a wrong token,
  * a body that is no report): a floor that skipped a step would flatter nothing, one that stored less would be no
- * floor.
+ * floor. With --index (the indexed floor) it keeps the observation index current beside it, every row stored.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -21,7 +21,7 @@ const FLOOR = join(HERE, '../../../bench/reconciliation/route-floor.ts');
 const PATH = '/api/v1/runtime/sensor/reports';
 const TOKEN = 'rs_floor_test_token';
 
-function report(node: string, items: number): string {
+function report(node: string, items: number, at = 1_790_000_000): string {
   const observations = Array.from({ length: items }, (_, i) => ({
     family: 'dns',
     rule: 'reins-monitor-dns',
@@ -35,33 +35,36 @@ function report(node: string, items: number): string {
     namespace: 'team-a',
     result: 'allowed',
     mode: 'monitor',
-    observedAt: 1_790_000_000 + i,
+    observedAt: at + i,
   }));
   return JSON.stringify({ node, observations });
 }
 
-describe('bench/reconciliation route floor', { skip: !(await postgresReachable()) && 'PostgreSQL unreachable' }, () => {
-  let database: { url: string; drop: () => Promise<void> };
-  let floor: { child: Child; url: string };
-
+/** A floor on a fresh migrated database of its own, stopped and dropped after its suite. */
+function floorForSuite(extra: string[] = []): { database: { url: string; drop: () => Promise<void> }; floor: { child: Child; url: string } } {
+  const started = {} as { database: { url: string; drop: () => Promise<void> }; floor: { child: Child; url: string } };
   before(async () => {
-    database = await freshPostgresDatabase();
-    const db = new PostgresDb(database.url);
+    started.database = await freshPostgresDatabase();
+    const db = new PostgresDb(started.database.url);
     await migrate(db).finally(() => db.close());
     const hash = createHash('sha256').update(TOKEN).digest('hex');
-    floor = await startServer('route floor', ['--import', 'tsx', FLOOR, database.url, hash]);
+    started.floor = await startServer(extra.length > 0 ? 'indexed floor' : 'route floor', ['--import', 'tsx', FLOOR, started.database.url, hash, ...extra]);
   });
-
   after(async () => {
-    await floor?.child.stop();
-    await database?.drop();
+    await started.floor?.child.stop();
+    await started.database?.drop();
   });
+  return started;
+}
+
+describe('bench/reconciliation route floor', { skip: !(await postgresReachable()) && 'PostgreSQL unreachable' }, () => {
+  const started = floorForSuite();
 
   const post = (body: string, headers: Record<string, string> = {}) =>
-    fetch(`${floor.url}${PATH}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers }, body });
+    fetch(`${started.floor.url}${PATH}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers }, body });
 
   const rows = async (): Promise<{ observations: number; counted: number }> => {
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: started.database.url });
     await client.connect();
     try {
       const observations = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM runtime_observations')).rows[0]!.n);
@@ -92,7 +95,36 @@ describe('bench/reconciliation route floor', { skip: !(await postgresReachable()
   });
 
   test('answers 404 off its one route', async () => {
-    const res = await fetch(`${floor.url}/api/v1/runtime/sensor/status`, { method: 'POST', body: '{}' });
+    const res = await fetch(`${started.floor.url}/api/v1/runtime/sensor/status`, { method: 'POST', body: '{}' });
     assert.equal(res.status, 404);
   });
+
+  test('without --index it has no index to ask', async () => {
+    assert.equal((await fetch(`${started.floor.url}/index`)).status, 404);
+  });
 });
+
+describe('bench/reconciliation indexed floor (--index)', { skip: !(await postgresReachable()) && 'PostgreSQL unreachable' }, () => {
+  const started = floorForSuite(['--index']);
+
+  test('indexes every row it stored, as the replica does, including rows another writer stored', async () => {
+    const post = (body: string) =>
+      fetch(`${started.floor.url}${PATH}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+    // Observed within the day: the index keeps no older rows.
+    const at = Math.floor(Date.now() / 1000) - 3600;
+    for (const node of ['node-a', 'node-b', 'node-c']) assert.equal((await post(report(node, 200, at))).status, 200);
+    // A row stored by another writer (another replica) is indexed too: the index reads the table, not the reports.
+    const db = new PostgresDb(started.database.url);
+    await db
+      .query(
+        `INSERT INTO runtime_observations (node, family, rule, behavior, subject, dest_ip, dest_name, count, pod_name, pod_ip, namespace, result, mode, observed_at)
+         VALUES ('node-z', 'dns', 'r', 'dns-query', 's', '', 'example.com', 1, 'pod-z', '', 'team-z', 'allowed', 'monitor', $1)`,
+        [at],
+      )
+      .finally(() => db.close());
+    const res = await fetch(`${started.floor.url}/index`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { rows: 601 });
+  });
+});
+
