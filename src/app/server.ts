@@ -226,7 +226,8 @@ export async function startReplica(config: Config, options: StartOptions = {}): 
     let inFlight = 0;
     app.server.on('request', (_req, res) => {
       inFlight++;
-      res.once('close', () => inFlight--);
+      // `on`: a response closes once, and is dropped with its listeners (see read-body.ts).
+      res.on('close', () => inFlight--);
     });
     // Errors of the background parts go to the server's log from now on.
     report = (err) => app.log.error({ err }, 'background task failed');

@@ -64,7 +64,8 @@ export class AnswerRelay implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     private readonly route: RelayRoute,
   ) {
-    res.once('close', () => this.clientClosed());
+    // `on`: a response closes once and is dropped with its listeners (see read-body.ts).
+    res.on('close', () => this.clientClosed());
   }
 
   onConnect(abort: (err?: Error) => void): void {
