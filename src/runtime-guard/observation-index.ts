@@ -103,8 +103,9 @@ function engineSlot(t: ObservationTuple): Observation {
 
 /**
  * A string of its own, for a key the index keeps. The table tail hands over keys that are views into the text of a
- * whole batch of rows (observation-store.ts reads 20,000 rows as one string and splits it, so that a row's keys cost
- * no copy), and V8 keeps a view's whole text alive as long as the view: a kept key is copied once, when first seen.
+ * whole batch of rows (observation-store.ts reads 20,000 rows as one string and slices it in place, so that a row's
+ * keys cost no copy), and V8 keeps a view's whole text alive as long as the view: a kept key is copied once, when
+ * first seen.
  */
 function ownCopy(s: string): string {
   return Buffer.from(s, 'utf8').toString('utf8');

@@ -49,8 +49,10 @@ export function rowsOfText(n: number, text: string | null): TailBatch<KeyedRow> 
   let inOrder = true;
   let start = 0;
   for (let i = 0; i < n; i++) {
-    const end = i === n - 1 ? text.length : text.indexOf(ROW_END, start);
-    if (end === -1) return null;
+    // Every row but the last ends at a row separator; the last runs to the end of the text.
+    const next = text.indexOf(ROW_END, start);
+    if ((next === -1) !== (i === n - 1)) return null;
+    const end = next === -1 ? text.length : next;
     let at = start;
     for (let f = 0; f < 4; f++) {
       const sep = text.indexOf(FIELD_END, at);
@@ -65,8 +67,6 @@ export function rowsOfText(n: number, text: string | null): TailBatch<KeyedRow> 
     if (i > 0 && ids[i]! < ids[i - 1]!) inOrder = false;
     start = end + 1;
   }
-  // The last row runs to the end of the text: a row separator in it would make one row more than counted.
-  if (text.indexOf(ROW_END, n === 1 ? 0 : ends[5 * (n - 2) + 4]! + 1) !== -1) return null;
   const batch = new TextBatch(text, ends, ids);
   return inOrder ? batch : Array.from(batch, (row) => ({ ...row })).sort((x, y) => Number(x.id) - Number(y.id));
 }
