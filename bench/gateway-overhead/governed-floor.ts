@@ -14,7 +14,8 @@
  *  6. meter: keep the answer's bytes as they pass and parse its JSON for `usage` at the end;
  *  7. audit the end (status, duration, tokens): a second row.
  * The audit rows go to the store in batches (at most 200 rows or 20 ms apart), one multi-row INSERT per batch, the
- * whole batch as one JSON parameter unpacked by the database: the cheapest insert path measured for Reins' writer.
+ * whole batch as one JSON parameter unpacked by the database: the cheapest insert path measured for Reins' writer
+ * (floor-audit.ts, shared with the egress floor of bench/planes-overhead).
  * At most 20,000 rows wait; past that a call waits for room before it is admitted, as in Reins, so the floor keeps
  * up with its own audit log instead of leaving the writes for after the measurement.
  * Nothing else: no rate limits, budgets, spend, metrics, traces, holds, logs.
@@ -34,11 +35,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
-import { migrate } from '../../src/store/migrate.js';
-import { openStore as openReinsStore } from '../../src/store/open.js';
-import { checkpointWhenWalGrows } from '../../src/store/pglite-checkpoints.js';
-import { migrateInProcess } from '../../test/helpers/pglite-template.js';
 import { installDiagnostics } from './diagnostics.js';
+import { openFloorAudit } from './floor-audit.js';
 import { passThrough } from './pass-through.js';
 import { UPSTREAM_KEY } from './payloads.js';
 import { announceReady, endWithRunner } from './server-child.js';
@@ -51,107 +49,9 @@ if (!upstream || !clientKey || !store || (table !== 'own' && table !== 'search')
 }
 const search = table === 'search';
 
-interface Db {
-  query(sql: string, params?: unknown[]): Promise<unknown>;
-  close(): Promise<void>;
-}
-
-async function openStore(where: string): Promise<Db> {
-  if (where === 'memory') {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const db = new PGlite();
-    if (search) await migrateInProcess(db);
-    // Checkpoints as Reins' embedded store takes them (src/store/pglite-checkpoints.ts): without them every WAL
-    // segment is a new file zero-filled in memory, and the floor would pay for work Reins no longer does.
-    const stop = checkpointWhenWalGrows(db);
-    return { query: (sql, params) => db.query(sql, params), close: () => (stop(), db.close()) };
-  }
-  if (search) {
-    const reins = await openReinsStore({ kind: 'postgres', url: where });
-    await migrate(reins);
-    await reins.close();
-  }
-  const pg = (await import('pg')).default;
-  const pool = new pg.Pool({ connectionString: where, max: 4 });
-  return { query: (sql, params) => pool.query(sql, params), close: () => pool.end() };
-}
-
-const db = await openStore(store);
-if (!search) {
-  await db.query(`CREATE TABLE IF NOT EXISTS floor_audit (
-    id uuid PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), action text NOT NULL, actor text NOT NULL, data jsonb NOT NULL)`);
-}
-/** The audit rows' table, the batch's statement, and the row the statement unpacks. */
-const AUDIT_TABLE = search ? 'audit_events' : 'floor_audit';
-const INSERT = search
-  ? // Reins' audit writer's statement (src/audit/audit-writer.ts), into its table.
-    `INSERT INTO audit_events (type, action, outcome, actor_kind, actor_id, subject, host, data)
-     SELECT e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->7
-       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n) ORDER BY n`
-  : `INSERT INTO floor_audit (id, action, actor, data)
-     SELECT (e->>0)::uuid, e->>1, e->>2, e->3 FROM jsonb_array_elements($1::jsonb) AS t(e)`;
-/** An agent's call made with its own key: the actor is the subject, as in Reins' events of the bench's calls. */
-const rowOf = search
-  ? (action: string, actor: string, data: unknown) => ['llm', action, 'ok', 'agent', actor, actor, null, data]
-  : (action: string, actor: string, data: unknown) => [randomUUID(), action, actor, data];
-
-/**
- * The queue, bounded as Reins' audit writer bounds it (src/audit/audit-writer.ts): at most BATCH rows a statement, one
- * statement at a time, and once MAX_QUEUE rows wait, a call waits for room before it is admitted. Without the bound
- * a floor whose store is slower than its calls keeps taking calls and leaves the writes for later: on PostgreSQL at
- * its maximum the floor wrote 55-70% of its rows during the job (2026-11-29), so it showed more throughput and less
- * database CPU a call than a gateway that keeps up with its audit log can.
- */
-const BATCH = 200;
-const MAX_QUEUE = 20_000;
-let queue: unknown[][] = [];
-let timer: NodeJS.Timeout | null = null;
-let flushing: Promise<void> | null = null;
-let waiting: (() => void)[] = [];
-
-function audit(action: string, actor: string, data: unknown): void {
-  queue.push(rowOf(action, actor, data));
-  schedule();
-}
-
-/** Resolves when the queue has room for another call's rows; undefined (no wait) while it has. */
-function room(): Promise<void> | undefined {
-  return queue.length < MAX_QUEUE ? undefined : new Promise((resolve) => waiting.push(resolve));
-}
-
-function schedule(): void {
-  if (flushing) return;
-  if (queue.length >= BATCH) {
-    if (timer) clearTimeout(timer);
-    timer = null;
-    void flush();
-  } else timer ??= setTimeout(() => void flush(), 20);
-}
-
-function flush(): Promise<void> {
-  if (timer) clearTimeout(timer);
-  timer = null;
-  flushing ??= (async () => {
-    const batch = queue.slice(0, BATCH);
-    if (batch.length > 0) await db.query(INSERT, [JSON.stringify(batch)]);
-    // Rows queued while the statement ran stay: only the batch's leave.
-    queue = queue.slice(batch.length);
-  })().finally(() => {
-    flushing = null;
-    if (queue.length < MAX_QUEUE && waiting.length > 0) {
-      const ready = waiting;
-      waiting = [];
-      for (const resolve of ready) resolve();
-    }
-    if (queue.length > 0) schedule();
-  });
-  return flushing;
-}
-
-/** Writes everything queued. */
-async function drain(): Promise<void> {
-  while (queue.length > 0 || flushing) await (flushing ?? flush());
-}
+const floor = await openFloorAudit(store, table);
+/** The rows of an LLM call, made with the agent's own key (no host: only egress events carry one). */
+const audit = (action: string, actor: string, data: unknown) => floor.audit({ type: 'llm', action, actor, data });
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** The credential cache: the key's hash to the caller it names. */
@@ -183,19 +83,16 @@ function refuse(res: ServerResponse, status: number, message: string): void {
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/__audited') {
     // The runner's check that the floor did its work: the audit rows it wrote, after writing what is queued.
-    void drain()
-      .then(() => db.query(`SELECT count(*)::int AS n FROM ${AUDIT_TABLE}`))
-      .then((r) => {
-        const n = (r as { rows: { n: number }[] }).rows[0]!.n;
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ rows: n }));
-      });
+    void floor.count().then((n) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ rows: n }));
+    });
     return;
   }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    const wait = room();
+    const wait = floor.room();
     if (wait) void wait.then(() => admit(req, res, chunks));
     else admit(req, res, chunks);
   });
@@ -249,6 +146,5 @@ server.listen(0, '127.0.0.1', () => {
 });
 endWithRunner(async () => {
   server.close();
-  await drain();
-  await db.close();
+  await floor.close();
 });
