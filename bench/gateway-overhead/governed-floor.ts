@@ -28,9 +28,10 @@
  *    actor, subject, call id) reads; a gateway whose audit log can be searched at a fleet's volume keeps them up on
  *    every write, so this floor is the least such a gateway can do (README.md, "Why the floor").
  *
- * Run as a child: node --import tsx bench/gateway-overhead/governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search];
+ * Run as a child: node --import tsx bench/gateway-overhead/governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search] [llm | mcp];
  * prints {"ready":"<url>"}. `memory`: PGlite in memory in this process (the embedded store's CPU is the process's, as
- * Reins' worker thread's is).
+ * Reins' worker thread's is). `mcp`: the same work for a JSON-RPC call to an MCP server (the method and tool's name
+ * decided on, the answer's result.isError kept), rows of type `mcp`: bench/planes-overhead's audited MCP floor.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -43,15 +44,50 @@ import { announceReady, endWithRunner } from './server-child.js';
 
 if (process.env.BENCH_DIAGNOSE === '1') installDiagnostics();
 
-const [upstream, clientKey, store, table = 'own'] = process.argv.slice(2);
-if (!upstream || !clientKey || !store || (table !== 'own' && table !== 'search')) {
-  throw new Error('usage: governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search]');
+const [upstream, clientKey, store, table = 'own', planeName = 'llm'] = process.argv.slice(2);
+if (!upstream || !clientKey || !store || (table !== 'own' && table !== 'search') || (planeName !== 'llm' && planeName !== 'mcp')) {
+  throw new Error('usage: governed-floor.ts <upstream origin> <client key> <postgres url | memory> [own | search] [llm | mcp]');
 }
 const search = table === 'search';
 
+/**
+ * What a policy of the plane decides on, read from the call's JSON body, and what the end row keeps of the answer.
+ * `llm`: an OpenAI chat completion (the model, max_tokens, stream; the answer's usage). `mcp`: a JSON-RPC request to an
+ * MCP server (the method and the tool's name; the answer's result.isError), bench/planes-overhead's audited MCP floor.
+ */
+interface FloorPlane {
+  type: string;
+  action: string;
+  decide(body: Record<string, unknown>, caller: string): { key: string; facts: Record<string, unknown>; allowed: boolean };
+  endFacts(answer: Record<string, unknown>): Record<string, unknown>;
+}
+const PLANES: Record<'llm' | 'mcp', FloorPlane> = {
+  llm: {
+    type: 'llm',
+    action: 'llm.request',
+    decide(body, caller) {
+      const model = typeof body.model === 'string' ? body.model : '';
+      return { key: `${caller}\u0000${model}\u0000${String(body.max_tokens)}\u0000${body.stream === true}`, facts: { model }, allowed: model !== '' };
+    },
+    endFacts: (answer) => ({ usage: answer.usage ?? null }),
+  },
+  mcp: {
+    type: 'mcp',
+    action: 'mcp.tool_call',
+    decide(body, caller) {
+      const method = typeof body.method === 'string' ? body.method : '';
+      const params = body.params as { name?: unknown } | undefined;
+      const tool = typeof params?.name === 'string' ? params.name : null;
+      return { key: `${caller}\u0000${method}\u0000${String(tool)}`, facts: { method, tool }, allowed: method !== '' };
+    },
+    endFacts: (answer) => ({ isError: (answer.result as { isError?: unknown } | undefined)?.isError ?? null }),
+  },
+};
+const plane = PLANES[planeName];
+
 const floor = await openFloorAudit(store, table);
-/** The rows of an LLM call, made with the agent's own key (no host: only egress events carry one). */
-const audit = (action: string, actor: string, data: unknown) => floor.audit({ type: 'llm', action, actor, data });
+/** The rows of a call, made with the agent's own key (no host: only egress events carry one). */
+const audit = (action: string, actor: string, data: unknown) => floor.audit({ type: plane.type, action, actor, data });
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** The credential cache: the key's hash to the caller it names. */
@@ -105,34 +141,35 @@ function admit(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): voi
   const auth = req.headers.authorization;
   const caller = auth?.startsWith('Bearer ') ? callers.get(sha256(auth.slice(7))) : undefined;
   if (!caller) return refuse(res, 401, 'unknown key');
-  let body: { model?: unknown; max_tokens?: unknown; stream?: unknown };
+  let body: Record<string, unknown>;
   try {
     body = JSON.parse(raw.toString('utf8')) as typeof body;
   } catch {
     return refuse(res, 400, 'the body is not JSON');
   }
-  const model = typeof body.model === 'string' ? body.model : '';
-  const key = `${caller}\u0000${model}\u0000${String(body.max_tokens)}\u0000${body.stream === true}`;
-  let allowed = decisions.get(key);
-  if (allowed === undefined) decisions.set(key, (allowed = model !== ''));
+  if (body === null || typeof body !== 'object') return refuse(res, 400, 'the body is not a JSON object');
+  const inputs = plane.decide(body, caller);
+  let allowed = decisions.get(inputs.key);
+  if (allowed === undefined) decisions.set(inputs.key, (allowed = inputs.allowed));
   // The search floor's rows carry the call id the audit search joins a call's two events by (Reins' `callId`).
   const callId = search ? randomUUID() : undefined;
-  audit('llm.request', caller, { callId, model, allowed });
+  audit(plane.action, caller, Object.assign({ callId, allowed }, inputs.facts));
   if (!allowed) return refuse(res, 403, 'refused');
   const seen: Buffer[] = [];
   passThrough(pool, { method: 'POST', path: req.url ?? '/', headers: forwardable(req.headers), body: raw }, res, NOT_BACK, {
     chunk: (c) => seen.push(c),
     ended: (status) => {
-      let usage: unknown = null;
+      let facts: Record<string, unknown> = {};
       try {
-        usage = (JSON.parse(Buffer.concat(seen).toString('utf8')) as { usage?: unknown }).usage ?? null;
+        const answer = JSON.parse(Buffer.concat(seen).toString('utf8')) as unknown;
+        if (answer !== null && typeof answer === 'object') facts = plane.endFacts(answer as Record<string, unknown>);
       } catch {
-        // not JSON: no usage
+        // not JSON (an MCP notification's empty 202): nothing to keep of it
       }
-      audit('llm.request_end', caller, { callId, status, durationMs: performance.now() - started, usage });
+      audit(`${plane.action}_end`, caller, Object.assign({ callId, status, durationMs: performance.now() - started }, facts));
     },
     failed: (err) => {
-      audit('llm.request_end', caller, { callId, status: 502, error: err.message });
+      audit(`${plane.action}_end`, caller, { callId, status: 502, error: err.message });
       refuse(res, 502, err.message);
     },
   });
