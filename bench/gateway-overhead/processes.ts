@@ -39,7 +39,8 @@ export function startChild(name: string, args: string[], options: ChildOptions =
   // BENCH_CHILD_OUTPUT_DIR: every line each child writes, kept whole in <dir>/<name>-<pid>.log (for --trace-gc and
   // the like passed to a server through a bench's Node options); otherwise only the last lines, for error messages.
   const outputDir = process.env.BENCH_CHILD_OUTPUT_DIR;
-  const whole = outputDir ? createWriteStream(join(outputDir, `${name}-${proc.pid}.log`)) : null;
+  // The name made a file name: a child's name may hold a path ("reins (/work/main)").
+  const whole = outputDir ? createWriteStream(join(outputDir, `${name.replace(/[^\w.-]+/g, '_')}-${proc.pid}.log`)) : null;
   const keep = (line: string) => {
     whole?.write(`${line}\n`);
     lines.push(line);
