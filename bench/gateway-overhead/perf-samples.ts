@@ -6,8 +6,15 @@
  * The process must run with `--perf-basic-prof` (Node writes /tmp/perf-<pid>.map as it compiles, and perf reads it
  * to name the compiled functions). perf samples CPU time only, from the kernel: unlike V8's own profiler, a process
  * waiting to be scheduled is not sampled, and sampling costs a few percent.
+ *
+ * Names are taken from the map here, not from perf: V8 reuses the addresses of code it has freed (start-up code once
+ * run, code replaced by an optimised version), and the map then holds two entries for one address, of which perf
+ * names the first. So a hot function compiled late was charged to whatever start-up code once sat there: undici's
+ * llhttp/constants.js at 128 µs a call was Node's own `clearBuffer` (the socket writes). The last entry that covers
+ * an address is the code there since it was written, and the measured rounds run after the warm-up that compiled it.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,8 +46,60 @@ export function startPerf(pid: number, data: string): { stop(): Promise<void> } 
 
 /** perf's samples in `data`, each charged to its first JavaScript frame, as µs per unit of work (`units` of them). */
 export function attributePerf(data: string, units: number): Map<string, number> {
-  const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym'], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  const script = execFileSync('perf', ['script', '-i', data, '-F', 'ip,sym,dso'], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
   return attribute(script, units);
+}
+
+/** A perf map's entries: each address names the code written there last (see the header). */
+export class PerfMap {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly names: string[] = [];
+  /** Entry indexes sorted by start address. */
+  private readonly order: number[];
+  private longest = 0;
+  private readonly found = new Map<number, string | null>();
+
+  constructor(text: string) {
+    for (const line of text.split('\n')) {
+      const first = line.indexOf(' ');
+      const second = line.indexOf(' ', first + 1);
+      if (first < 0 || second < 0) continue;
+      const start = Number.parseInt(line.slice(0, first), 16);
+      const size = Number.parseInt(line.slice(first + 1, second), 16);
+      if (!Number.isFinite(start) || !Number.isFinite(size)) continue;
+      this.starts.push(start);
+      this.ends.push(start + size);
+      this.names.push(line.slice(second + 1));
+      if (size > this.longest) this.longest = size;
+    }
+    this.order = this.starts.map((_, i) => i).sort((a, b) => this.starts[a]! - this.starts[b]!);
+  }
+
+  /** The name of the last entry covering `address`, or null. */
+  nameAt(address: number): string | null {
+    const known = this.found.get(address);
+    if (known !== undefined) return known;
+    // The last entry starting at or before the address, then back while an entry could still reach it.
+    let lo = 0;
+    let hi = this.order.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[this.order[mid]!]! <= address) {
+        at = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    let best = -1;
+    for (let k = at; k >= 0 && this.starts[this.order[k]!]! > address - this.longest; k--) {
+      const i = this.order[k]!;
+      if (address < this.ends[i]! && i > best) best = i;
+    }
+    const name = best < 0 ? null : this.names[best]!;
+    this.found.set(address, name);
+    return name;
+  }
 }
 
 /** Adds one attribution into another (several recordings of one process). */
@@ -55,15 +114,39 @@ export function totalOf(by: Map<string, number>): number {
   return sum;
 }
 
-/** Every sample charged to the first JavaScript function on its stack, leaf first; µs per unit of work. */
-function attribute(script: string, units: number): Map<string, number> {
+/**
+ * Every sample charged to the first JavaScript function on its stack, leaf first; µs per unit of work. Lines are
+ * `<ip> <symbol> (<dso>)`; a frame in a perf map (`/tmp/perf-<pid>.map`) is named from that map (PerfMap).
+ */
+export function attribute(script: string, units: number, readMap: (path: string) => string = (path) => readFileSync(path, 'utf8')): Map<string, number> {
   const perSample = 1e6 / PERF_HZ / units;
   const by = new Map<string, number>();
+  const maps = new Map<string, PerfMap | null>();
+  const mapFor = (path: string): PerfMap | null => {
+    let map = maps.get(path);
+    if (map === undefined) {
+      try {
+        map = new PerfMap(readMap(path));
+      } catch {
+        map = null; // gone: perf's own names stand
+      }
+      maps.set(path, map);
+    }
+    return map;
+  };
+  const frameName = (line: string): string => {
+    const m = /^([0-9a-f]+) (.*?)(?: \(([^()]*)\))?$/.exec(line);
+    if (!m) return line;
+    const [, ip, sym, dso] = m;
+    if (dso && /\/perf-\d+\.map$/.test(dso)) return mapFor(dso)?.nameAt(Number.parseInt(ip!, 16)) ?? sym!;
+    return sym!;
+  };
   for (const block of script.split(/\n\s*\n/)) {
     const frames = block
       .split('\n')
-      .map((l) => l.trim().replace(/^[0-9a-f]+ /, ''))
-      .filter((l) => l !== '');
+      .map((l) => l.trim())
+      .filter((l) => l !== '')
+      .map(frameName);
     if (frames.length === 0) continue;
     const js = frames.find((f) => f.startsWith('JS:'));
     const name = js === undefined ? '(no JavaScript on the stack: GC helpers, libuv, the kernel alone)' : tidy(js);

@@ -5,7 +5,7 @@
  *
  *   node --import tsx bench/planes-overhead/profile.ts [--plane mcp|egress] [--store postgres|pglite|pglite,postgres]
  *        [--calls N] [--repeat N] [--bare | --bare-only] [--compare DIR] [--cpu-prof DIR] [--focus name,name]
- *        [--perf DIR] [--top N] [--no-pin] [--no-build]
+ *        [--floor] [--perf DIR] [--top N] [--no-pin] [--no-build]
  *
  * mcp: `tools/call` one at a time on one keep-alive connection (run.ts's mcp-seq); egress: one new connection at a
  * time, CONNECT, TLS handshake, one GET, close (run.ts's egress-new). After one warm-up job per proxy, `--repeat`
@@ -14,6 +14,8 @@
  * CPU per call moves less than latency when the machine is busy with other work, but it still moves (caches,
  * clock): compare two proxies in turns, round by round, rather than runs taken minutes apart. Two proxies at once:
  *   --bare          Reins and the plane's bare proxy (run.ts's baseline): what governance costs over a plain proxy
+ *   --floor         Reins and the audited floor of the first store (run.ts's `floor`, `floor-pg`): what Reins spends
+ *                   beyond the least a proxy that audits every call spends
  *   --compare DIR   Reins of this checkout and of another (DIR/bench/planes-overhead/reins-server.ts, DIR/dist):
  *                   what a change did
  *   --store pglite,postgres   one Reins per store
@@ -58,6 +60,7 @@ const { values: args } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     bare: { type: 'boolean', default: false },
     'bare-only': { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
     compare: { type: 'string' },
     perf: { type: 'string' },
     top: { type: 'string', default: '40' },
@@ -271,6 +274,26 @@ async function main(): Promise<void> {
           ? await openMcpSession(`${bare.url}${new URL(mcpUpstream.url).pathname}`, {})
           : { origin: originAt, proxy: { host: '127.0.0.1', port: Number(new URL(bare.url).port), authorization: 'Basic x' } };
       subjects.push({ label: 'the bare proxy', pid: bare.child.pid, target, toggleProfile: bare.toggleProfile });
+    }
+    // The audited floor of the first store (run.ts's `floor`, `floor-pg`), last for the same reason.
+    if (args.floor) {
+      let store = 'memory';
+      if (stores[0] === 'postgres') {
+        const db = await createBenchDatabase();
+        cleanups.push(db.drop);
+        store = db.url;
+      }
+      const key = randomBytes(24).toString('hex');
+      const floor =
+        plane === 'mcp'
+          ? await startProxy('audited mcp floor', [...PERF_MAP, ...TSX, join(HERE, '../gateway-overhead/governed-floor.ts'), new URL(mcpUpstream.url).origin, key, store, 'search', 'mcp'], null)
+          : await startProxy('audited egress floor', [...PERF_MAP, ...TSX, join(HERE, 'egress-floor.ts'), key, store], null);
+      children.push(floor.child);
+      const target: PlanesJob['target'] =
+        plane === 'mcp'
+          ? await openMcpSession(`${floor.url}${new URL(mcpUpstream.url).pathname}`, { authorization: `Bearer ${key}` })
+          : { origin: originAt, proxy: { host: '127.0.0.1', port: Number(new URL(floor.url).port), authorization: `Basic ${Buffer.from(`agent:${key}`).toString('base64')}` } };
+      subjects.push({ label: `the audited floor on ${stores[0]}`, pid: floor.child.pid, target });
     }
     await measureCpu(loader, subjects);
   } finally {
