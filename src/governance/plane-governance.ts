@@ -13,6 +13,7 @@ import { NO_GRANTS, type CallerGrants } from '../approvals/grants.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from '../planes/egress/types.js';
 import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from '../planes/mcp/types.js';
 import { recordEnd } from './audit-record.js';
+import type { ParkedEntry } from '../held-calls/registry.js';
 import { CallContexts, newCallContext, type CallContext, type PipelineDeps, type PlaneSpec } from './call-context.js';
 import { callerSections, resolveCallerNow, type GovernedCaller } from './caller.js';
 import { GovernancePipeline } from './pipeline.js';
@@ -170,6 +171,20 @@ export class PlaneGovernance extends GovernancePipeline<PlaneGovernanceDeps> {
 }
 
 /** The MCP proxy's hooks (planes/mcp/types.ts), filled in by the plane's governance. */
+/**
+ * Tells the MCP plane that a call was parked for a person (its held stream, a client's cancellation). Made by a plain
+ * function, not as an arrow inside the async `decide`: closures made inside the async functions of a tool call's
+ * path and kept on its objects left each call's graph alive through the young collections (planes/mcp/proxy.ts,
+ * heldStreamEnder).
+ */
+function parkedReporter(ctx: CallContext<McpCallFacts>, events: McpDecideEvents): (entry: ParkedEntry) => void {
+  const onHeld = events.onHeld!;
+  return (entry) => {
+    const p = ctx.decision!.decidingPolicy!;
+    onHeld.call(events, { entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt, leave: () => void entry.leave() });
+  };
+}
+
 export class McpGovernance implements McpHooks<GovernedCaller> {
   private readonly contexts = new CallContexts<McpToolCall<GovernedCaller>, CallContext<McpCallFacts>>();
 
@@ -190,13 +205,7 @@ export class McpGovernance implements McpHooks<GovernedCaller> {
   async decide(call: McpToolCall<GovernedCaller>, events?: McpDecideEvents): Promise<McpDecision> {
     const facts: McpCallFacts = { server: call.server, tool: call.tool, arguments: call.arguments as { [key: string]: JsonValue }, annotations: call.annotations };
     const ctx = newCallContext(MCP_PLANE, facts, call.caller);
-    const onHeld = events?.onHeld;
-    if (onHeld) {
-      ctx.onParked = (entry) => {
-        const p = ctx.decision!.decidingPolicy!;
-        onHeld.call(events, { entryId: entry.id, policyName: p.name, policyMessage: p.message, expiresAt: entry.expiresAt, leave: () => void entry.leave() });
-      };
-    }
+    if (events?.onHeld) ctx.onParked = parkedReporter(ctx, events);
     this.contexts.begin(call, ctx);
     const run = this.plane.run(ctx);
     const decided = run instanceof Promise ? await run : run;
