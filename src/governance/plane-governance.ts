@@ -12,8 +12,8 @@ import { canonicalHost, createPolicyObject, MCP_ANNOTATION_DEFAULTS, type Autono
 import { NO_GRANTS, type CallerGrants } from '../approvals/grants.js';
 import type { EgressCredential, EgressDecision, EgressHooks, EgressRequest, EgressResult } from '../planes/egress/types.js';
 import type { McpCallResult, McpCredential, McpDecideEvents, McpDecision, McpHooks, McpToolCall } from '../planes/mcp/types.js';
-import { recordEnd } from './audit-record.js';
 import type { ParkedEntry } from '../held-calls/registry.js';
+import { recordEnd } from './audit-record.js';
 import { CallContexts, newCallContext, type CallContext, type PipelineDeps, type PlaneSpec } from './call-context.js';
 import { callerSections, resolveCallerNow, type GovernedCaller } from './caller.js';
 import { GovernancePipeline } from './pipeline.js';
@@ -170,7 +170,6 @@ export class PlaneGovernance extends GovernancePipeline<PlaneGovernanceDeps> {
   }
 }
 
-/** The MCP proxy's hooks (planes/mcp/types.ts), filled in by the plane's governance. */
 /**
  * Tells the MCP plane that a call was parked for a person (its held stream, a client's cancellation). Made by a plain
  * function, not as an arrow inside the async `decide`: closures made inside the async functions of a tool call's
@@ -185,6 +184,7 @@ function parkedReporter(ctx: CallContext<McpCallFacts>, events: McpDecideEvents)
   };
 }
 
+/** The MCP proxy's hooks (planes/mcp/types.ts), filled in by the plane's governance. */
 export class McpGovernance implements McpHooks<GovernedCaller> {
   private readonly contexts = new CallContexts<McpToolCall<GovernedCaller>, CallContext<McpCallFacts>>();
 

@@ -63,7 +63,7 @@ export const STREAM_GRACE_MS = 500;
  * async functions of a tool call's path and kept on the call's objects (this one, the decide hook's onHeld, the
  * plane's onParked) left each call's whole graph (request, response, exchange, context) alive through the young
  * collections: 2.3 MB of a sequential tools/call load promoted to the old generation at every scavenge (6 KB a call),
- * each scavenge 13-21 ms, major collections to follow. The same closures made by plain functions or methods: 4-20 KB
+ * each scavenge 13-21 ms, major collections to follow. The same closures made by plain functions or methods: 4-13 KB
  * a scavenge, under 1.5 ms. A standalone script does not show it, so the cause lies in what else retains an async
  * function's scope in the replica; the rule kept here is the measured one.
  */
